@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs every build, test and benchmark dependency with apt-get.
+# Idempotent: quiet and fast when everything is already there.
+set -euo pipefail
+BUILD="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev liblzma-dev libbz2-dev libzstd-dev
+       libnghttp2-dev nanopb libnanopb-dev protobuf-compiler make gcc pkg-config"
+TEST="libprotobuf-c-dev protobuf-c-compiler libcmocka-dev golang-go libxml2-utils
+      python3-grpcio python3-protobuf elfutils binutils util-linux"
+BENCH="linux-perf bpftrace libbpf-tools"
+want="$BUILD $TEST"
+[ "${1:-}" = "--bench" ] && want="$want $BENCH"
+missing=()
+for p in $want; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+[ "$(id -u)" = 0 ] || { echo "deps: need root to install: ${missing[*]}" >&2; exit 1; }
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

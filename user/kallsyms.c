@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+/* /proc/kallsyms: read once, text symbols only, sorted for binary search. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include "kallsyms.h"
+
+/* Text symbol types; global ones win over local and weak aliases at one address. */
+static int text_rank(char type)
+{
+	switch (type) {
+	case 'T': return 0;
+	case 't': return 1;
+	case 'W': case 'w': return 2;
+	default: return -1;
+	}
+}
+
+/* "ffffffff81000000 T _stext\t[mod]": fills addr/type/name, cuts the module. */
+static int parse_line(char *line, uint64_t *addr, char *type, char **name)
+{
+	char *end, *p;
+
+	*addr = strtoull(line, &end, 16);
+	if (end == line || *end != ' ' || !end[1] || end[2] != ' ')
+		return -EINVAL;
+	*type = end[1];
+	*name = end + 3;
+	for (p = *name; *p && !isspace((unsigned char)*p); p++)
+		;
+	*p = '\0';
+	return **name ? 0 : -EINVAL;
+}
+
+static int add_line(struct kallsyms *ks, char *line)
+{
+	uint64_t addr;
+	char type, *name;
+	int rank;
+
+	if (parse_line(line, &addr, &type, &name))
+		return 0;
+	rank = text_rank(type);
+	if (rank < 0 || !addr)
+		return 0;
+	if (!ks->text_start || addr < ks->text_start)
+		ks->text_start = addr;
+	return symtab_add(&ks->tab, addr, 0, name, (uint32_t)rank);
+}
+
+int kallsyms_load(struct kallsyms *ks, const char *path)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int err = 0;
+
+	memset(ks, 0, sizeof(*ks));
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (!err && getline(&line, &cap, f) > 0)
+		err = add_line(ks, line);
+	free(line);
+	fclose(f);
+	if (!err && !ks->tab.nsyms)
+		err = -ENOENT;	/* kptr_restrict: every address reads 0 */
+	if (err) {
+		kallsyms_free(ks);
+		return err;
+	}
+	symtab_finish(&ks->tab);
+	return 0;
+}
+
+void kallsyms_free(struct kallsyms *ks)
+{
+	symtab_free(&ks->tab);
+	ks->text_start = 0;
+}
+
+static void to_hex(const unsigned char *bytes, size_t n, char *hex, size_t hexlen)
+{
+	size_t i;
+
+	hex[0] = '\0';
+	if (2 * n + 1 > hexlen)
+		return;
+	for (i = 0; i < n; i++)
+		sprintf(hex + 2 * i, "%02x", bytes[i]);
+}
+
+#define ALIGN4(x) (((x) + 3u) & ~3u)
+
+void kernel_build_id(const char *notes_path, char *hex, size_t hexlen)
+{
+	unsigned char buf[4096];
+	size_t off = 0;
+	ssize_t len;
+	int fd;
+
+	hex[0] = '\0';
+	fd = open(notes_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	len = read(fd, buf, sizeof(buf));
+	close(fd);
+	/* A sequence of Elf64_Nhdr (same layout as Elf32_Nhdr), name and desc 4-aligned. */
+	while (len > 0 && off + sizeof(Elf64_Nhdr) <= (size_t)len) {
+		Elf64_Nhdr nh;
+		size_t name_off = off + sizeof(nh), desc_off;
+
+		memcpy(&nh, buf + off, sizeof(nh));
+		desc_off = name_off + ALIGN4(nh.n_namesz);
+		if (desc_off + nh.n_descsz > (size_t)len)
+			return;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    !memcmp(buf + name_off, "GNU", 4)) {
+			to_hex(buf + desc_off, nh.n_descsz, hex, hexlen);
+			return;
+		}
+		off = desc_off + ALIGN4(nh.n_descsz);
+	}
+}

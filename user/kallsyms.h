@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Kernel text symbols from /proc/kallsyms, and the kernel's build id. */
+#ifndef KALLSYMS_H
+#define KALLSYMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "symtab.h"
+
+struct kallsyms {
+	struct symtab tab;	/* text symbols only, module names dropped */
+	uint64_t text_start;	/* lowest text address */
+};
+
+/* Reads @path (normally /proc/kallsyms).  0, -errno, or -ENOENT when addresses are hidden. */
+int kallsyms_load(struct kallsyms *ks, const char *path);
+void kallsyms_free(struct kallsyms *ks);
+
+/* Hex GNU build id from a notes file (/sys/kernel/notes) into @hex; "" when none. */
+void kernel_build_id(const char *notes_path, char *hex, size_t hexlen);
+
+#endif /* KALLSYMS_H */

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Off-CPU profiler: owns the offcpu skeleton (tp_btf/sched_switch). */
+#include <errno.h>
+#include <bpf/libbpf.h>
+#include "offcpu.skel.h"
+#include "profiler.h"
+
+static int offcpu_open(struct profiler *p, const struct profiler_opts *o)
+{
+	struct offcpu_bpf *skel = offcpu_bpf__open();
+	int err;
+
+	if (!skel)
+		return -errno;
+	p->skel = skel;
+	err = PROFILER_SIZE_MAPS(skel, o);
+	if (err)
+		return err;
+	err = offcpu_bpf__load(skel);
+	if (err)
+		return err;
+	PROFILER_TAKE_MAPS(p, skel);
+	return 0;
+}
+
+static int offcpu_attach(struct profiler *p)
+{
+	return offcpu_bpf__attach(p->skel);
+}
+
+static void offcpu_close(struct profiler *p)
+{
+	offcpu_bpf__destroy(p->skel);
+}
+
+static int64_t offcpu_period(const struct profiler *p)
+{
+	return 1;	/* every switch is measured, not sampled */
+}
+
+static void offcpu_to_values(const struct profiler *p, const uint64_t *raw, uint64_t *values)
+{
+	values[0] = raw[0];	/* switch_count */
+	values[1] = raw[1];	/* offcpu_ns */
+}
+
+const struct profiler_ops profiler_offcpu = {
+	.name = "offcpu",
+	.title = "Off-CPU",
+	.nraw = 2,
+	.nvalues = 2,
+	.value_types = { { "switches", "count" }, { "offcpu", "nanoseconds" } },
+	.default_value = 1,
+	.period_type = { "offcpu", "nanoseconds" },
+	.to_values = offcpu_to_values,
+	.period = offcpu_period,
+	.open = offcpu_open,
+	.attach = offcpu_attach,
+	.close = offcpu_close,
+};

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+/* On-CPU profiler: owns the oncpu skeleton and one perf event per online CPU. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <bpf/libbpf.h>
+#include "oncpu.skel.h"
+#include "profiler.h"
+#include "util.h"
+
+struct oncpu_priv {
+	int ncpus;			/* possible CPUs */
+	int *event_fds;			/* per CPU, -1 when offline */
+	struct bpf_link **links;
+};
+
+static int oncpu_open(struct profiler *p, const struct profiler_opts *o)
+{
+	struct oncpu_bpf *skel = oncpu_bpf__open();
+	int err;
+
+	if (!skel)
+		return -errno;
+	p->skel = skel;
+	err = PROFILER_SIZE_MAPS(skel, o);
+	if (err)
+		return err;
+	err = oncpu_bpf__load(skel);
+	if (err)
+		return err;
+	PROFILER_TAKE_MAPS(p, skel);
+	return 0;
+}
+
+static int perf_event_cpu_clock(int cpu, unsigned int freq_hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.freq = 1,
+		.sample_freq = freq_hz,
+	};
+
+	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int oncpu_attach(struct profiler *p)
+{
+	struct oncpu_bpf *skel = p->skel;
+	int ncpus = libbpf_num_possible_cpus();
+	struct oncpu_priv *priv;
+	int attached = 0;
+
+	if (ncpus <= 0)
+		return -EINVAL;
+	priv = xcalloc(1, sizeof(*priv));
+	if (!priv)
+		return -ENOMEM;
+	p->priv = priv;
+	priv->ncpus = ncpus;
+	priv->event_fds = xcalloc(ncpus, sizeof(int));
+	priv->links = xcalloc(ncpus, sizeof(*priv->links));
+	if (!priv->event_fds || !priv->links)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < ncpus; cpu++) {
+		priv->event_fds[cpu] = perf_event_cpu_clock(cpu, p->opts.freq_hz);
+		if (priv->event_fds[cpu] < 0) {
+			if (errno == ENODEV)	/* offline CPU */
+				continue;
+			return -errno;
+		}
+		priv->links[cpu] = bpf_program__attach_perf_event(skel->progs.oncpu_sample,
+								  priv->event_fds[cpu]);
+		if (!priv->links[cpu])
+			return -errno;
+		attached++;
+	}
+	return attached ? 0 : -ENODEV;
+}
+
+static void oncpu_close(struct profiler *p)
+{
+	struct oncpu_priv *priv = p->priv;
+
+	if (priv) {
+		for (int cpu = 0; cpu < priv->ncpus; cpu++) {
+			if (priv->links)
+				bpf_link__destroy(priv->links[cpu]);
+			if (priv->event_fds && priv->event_fds[cpu] >= 0)
+				close(priv->event_fds[cpu]);
+		}
+		free(priv->event_fds);
+		free(priv->links);
+		free(priv);
+	}
+	oncpu_bpf__destroy(p->skel);
+}
+
+static int64_t oncpu_period(const struct profiler *p)
+{
+	return 1000000000ll / (p->opts.freq_hz ? p->opts.freq_hz : 1);
+}
+
+/* samples -> { samples, cpu ns = samples * period } */
+static void oncpu_to_values(const struct profiler *p, const uint64_t *raw, uint64_t *values)
+{
+	values[0] = raw[0];
+	values[1] = raw[0] * oncpu_period(p);
+}
+
+const struct profiler_ops profiler_oncpu = {
+	.name = "oncpu",
+	.title = "On-CPU",
+	.nraw = 1,
+	.nvalues = 2,
+	.value_types = { { "samples", "count" }, { "cpu", "nanoseconds" } },
+	.default_value = 0,
+	.period_type = { "cpu", "nanoseconds" },
+	.to_values = oncpu_to_values,
+	.period = oncpu_period,
+	.open = oncpu_open,
+	.attach = oncpu_attach,
+	.close = oncpu_close,
+};

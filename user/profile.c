@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Merging raw records into a symbolized profile. */
+#include <errno.h>
+#include <search.h>
+#include <stdlib.h>
+#include <string.h>
+#include "profile.h"
+#include "util.h"
+
+/* What identifies a sample: the raw kernel key.  Stack ids are stable hashes. */
+struct sample_ref {
+	uint32_t tgid;
+	uint32_t pid;
+	uint64_t user_stack_id;
+	uint64_t kernel_stack_id;
+	char comm[16];
+	size_t index;	/* into profile.samples */
+};
+
+static int ref_cmp(const void *a, const void *b)
+{
+	const struct sample_ref *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->user_stack_id != y->user_stack_id)
+		return x->user_stack_id < y->user_stack_id ? -1 : 1;
+	if (x->kernel_stack_id != y->kernel_stack_id)
+		return x->kernel_stack_id < y->kernel_stack_id ? -1 : 1;
+	return memcmp(x->comm, y->comm, sizeof(x->comm));
+}
+
+void profile_init(struct profile *p, const char *kind, const char *title, struct symbolizer *sym)
+{
+	memset(p, 0, sizeof(*p));
+	p->kind = kind;
+	p->title = title;
+	p->sym = sym;
+}
+
+void profile_free(struct profile *p)
+{
+	for (size_t i = 0; i < p->nsamples; i++)
+		free(p->samples[i].frames);
+	free(p->samples);
+	tdestroy(p->index, free);
+	p->samples = NULL;
+	p->index = NULL;
+	p->nsamples = p->cap = 0;
+}
+
+/*
+ * Non-leaf frames are return addresses: the call is the instruction before,
+ * which may belong to another function (a noreturn call ending a function).
+ */
+static uint64_t lookup_addr(uint64_t ip, uint32_t depth_index)
+{
+	return depth_index == 0 || ip == 0 ? ip : ip - 1;
+}
+
+static int sample_symbolize(struct profile *p, struct profile_sample *s,
+			    const uint64_t *user_ips, const uint64_t *kernel_ips)
+{
+	uint32_t n = s->nkernel + s->nuser;
+
+	s->frames = n ? calloc(n, sizeof(*s->frames)) : NULL;
+	if (n && !s->frames)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->nkernel; i++) {
+		symbolizer_kernel(p->sym, lookup_addr(kernel_ips[i], i), &s->frames[i].sym);
+		s->frames[i].kernel = true;
+	}
+	for (uint32_t i = 0; i < s->nuser; i++)
+		symbolizer_user(p->sym, s->tgid, lookup_addr(user_ips[i], i),
+				&s->frames[s->nkernel + i].sym);
+	return 0;
+}
+
+static struct profile_sample *sample_new(struct profile *p)
+{
+	if (p->nsamples == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		struct profile_sample *grown = realloc(p->samples, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		p->samples = grown;
+		p->cap = cap;
+	}
+	memset(&p->samples[p->nsamples], 0, sizeof(p->samples[0]));
+	return &p->samples[p->nsamples++];
+}
+
+int profile_add(struct profile *p, uint32_t tgid, uint32_t pid, const char *comm,
+		uint64_t user_stack_id, const uint64_t *user_ips, uint32_t nuser,
+		uint64_t kernel_stack_id, const uint64_t *kernel_ips, uint32_t nkernel,
+		const uint64_t *values)
+{
+	struct sample_ref probe = {
+		.tgid = tgid, .pid = pid,
+		.user_stack_id = user_stack_id, .kernel_stack_id = kernel_stack_id,
+	};
+	struct sample_ref **found, *ref;
+	struct profile_sample *s;
+	int err;
+
+	strncpy(probe.comm, comm, sizeof(probe.comm) - 1);
+	found = tfind(&probe, &p->index, ref_cmp);
+	if (found) {
+		s = &p->samples[(*found)->index];
+		goto add;
+	}
+	ref = malloc(sizeof(*ref));
+	s = ref ? sample_new(p) : NULL;
+	if (!s) {
+		free(ref);
+		return -ENOMEM;
+	}
+	*ref = probe;
+	ref->index = p->nsamples - 1;
+	s->tgid = tgid;
+	s->pid = pid;
+	memcpy(s->comm, probe.comm, sizeof(s->comm));
+	s->user_stack_id = user_stack_id;
+	s->kernel_stack_id = kernel_stack_id;
+	s->nuser = nuser;
+	s->nkernel = nkernel;
+	err = sample_symbolize(p, s, user_ips, kernel_ips);
+	if (err || !tsearch(ref, &p->index, ref_cmp)) {
+		free(s->frames);
+		p->nsamples--;
+		free(ref);
+		return err ? err : -ENOMEM;
+	}
+add:
+	for (int i = 0; i < p->nvalues; i++)
+		s->values[i] += values[i];
+	return 0;
+}
+
+uint64_t profile_total(const struct profile *p, int value_index)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < p->nsamples; i++)
+		total += p->samples[i].values[value_index];
+	return total;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A symbolized profile: what every exporter reads.  Built by merging the raw
+ * (key, value) records that profilers drain from their BPF maps.
+ */
+#ifndef PROFILE_H
+#define PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "symbolize.h"
+
+#define PROFILE_MAX_VALUES 2
+
+struct value_type {
+	const char *type;	/* pprof sample type, e.g. "samples", "offcpu" */
+	const char *unit;	/* e.g. "count", "nanoseconds" */
+};
+
+struct profile_frame {
+	struct sym_frame sym;
+	bool kernel;
+};
+
+struct profile_sample {
+	uint32_t tgid;
+	uint32_t pid;			/* thread id */
+	char comm[16];
+	uint64_t user_stack_id;		/* ids as the kernel side gave them (0: none) */
+	uint64_t kernel_stack_id;
+	/* Leaf first: kernel frames (leaf .. syscall entry), then user frames (leaf .. root). */
+	struct profile_frame *frames;
+	uint32_t nkernel;
+	uint32_t nuser;
+	uint64_t values[PROFILE_MAX_VALUES];
+};
+
+struct profile {
+	const char *kind;		/* "oncpu", "offcpu" */
+	const char *title;		/* "On-CPU", "Off-CPU" */
+	int nvalues;
+	struct value_type value_types[PROFILE_MAX_VALUES];
+	int default_value;		/* index folded/svg weigh by unless told otherwise */
+	struct value_type period_type;
+	int64_t period;
+	int64_t time_ns;		/* wall-clock start, ns since the epoch */
+	int64_t duration_ns;
+	struct symbolizer *sym;		/* not owned; for the mapping table */
+	struct profile_sample *samples;
+	size_t nsamples;
+	size_t cap;
+	void *index;			/* tsearch root: raw key -> sample index */
+};
+
+void profile_init(struct profile *p, const char *kind, const char *title, struct symbolizer *sym);
+void profile_free(struct profile *p);
+
+/*
+ * Adds @values to the sample of (tgid, pid, comm, stacks), symbolizing the
+ * stacks the first time that key is seen.  @user_ips / @kernel_ips are leaf
+ * first as the kernel walked them.  Returns 0 or -ENOMEM.
+ */
+int profile_add(struct profile *p, uint32_t tgid, uint32_t pid, const char *comm,
+		uint64_t user_stack_id, const uint64_t *user_ips, uint32_t nuser,
+		uint64_t kernel_stack_id, const uint64_t *kernel_ips, uint32_t nkernel,
+		const uint64_t *values);
+
+uint64_t profile_total(const struct profile *p, int value_index);
+
+#endif /* PROFILE_H */

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The profiler lifecycle and the snapshot protocol every profiler shares. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "profiler.h"
+#include "util.h"
+
+const struct profiler_ops *const profilers[] = {
+	&profiler_oncpu,
+	&profiler_offcpu,
+	NULL,
+};
+
+const char *const stat_names[STAT_MAX] = {
+	[STAT_EVENTS] = "events",
+	[STAT_USTACK_FAULT] = "user stack unavailable",
+	[STAT_KSTACK_FAULT] = "kernel stack unavailable",
+	[STAT_STACKS_FULL] = "stacks map full",
+	[STAT_STACKS_NOMEM] = "stack allocation failed",
+	[STAT_COUNTS_FULL] = "counts map full",
+	[STAT_START_FULL] = "start map full",
+	[STAT_NO_COUNTS_MAP] = "no counts map",
+	[STAT_OTHER] = "other errors",
+};
+
+#ifndef ENOTSUPP
+#define ENOTSUPP 524	/* the kernel's internal "not supported", leaks to user space */
+#endif
+
+/* Records drained per batch syscall. */
+#define DRAIN_BATCH 1024
+
+const struct profiler_ops *profiler_find(const char *name)
+{
+	for (int i = 0; profilers[i]; i++)
+		if (strcmp(profilers[i]->name, name) == 0)
+			return profilers[i];
+	return NULL;
+}
+
+int profiler_open(struct profiler **out, const struct profiler_ops *ops,
+		  const struct profiler_opts *opts)
+{
+	struct profiler *p = xcalloc(1, sizeof(*p));
+	int err;
+
+	*out = NULL;
+	if (!p)
+		return -ENOMEM;
+	p->ops = ops;
+	p->opts = *opts;
+	if (!p->opts.counts_entries)
+		p->opts.counts_entries = 16384;
+	if (!p->opts.stacks_entries)
+		p->opts.stacks_entries = 32768;
+	p->control_fd = p->target_pids_fd = p->stacks_fd = p->stats_fd = -1;
+	p->active_fd = p->counts_fd[0] = p->counts_fd[1] = -1;
+	err = ops->open(p, &p->opts);
+	if (err) {
+		log_error("%s: cannot load BPF programs: %s", ops->name, strerror(-err));
+		goto cleanup;
+	}
+	err = profiler_configure(p);
+	if (err)
+		goto cleanup;
+	*out = p;
+	return 0;
+cleanup:
+	profiler_close(p);
+	return err;
+}
+
+int profiler_attach(struct profiler *p)
+{
+	int err = p->ops->attach(p);
+
+	if (err)
+		log_error("%s: cannot attach: %s", p->ops->name, strerror(-err));
+	return err;
+}
+
+void profiler_close(struct profiler *p)
+{
+	if (!p)
+		return;
+	if (p->ops->close)
+		p->ops->close(p);
+	free(p);
+}
+
+int profiler_configure(struct profiler *p)
+{
+	const struct profiler_opts *o = &p->opts;
+	struct aperture_control ctl = {
+		.layout_version = APERTURE_LAYOUT_VERSION,
+		.enabled = 1,
+		.filter_pids = o->npids > 0,
+		.stack_mode = o->stack_mode,
+		.cgroup_id = o->cgroup_id,
+		.include_idle = o->include_idle,
+		.state_mask = o->state_mask,
+		.min_block_ns = o->min_block_ns,
+		.max_block_ns = o->max_block_ns,
+	};
+	__u32 zero = 0;
+	__u8 one = 1;
+
+	for (int i = 0; i < o->npids; i++) {
+		if (bpf_map_update_elem(p->target_pids_fd, &o->pids[i], &one, BPF_ANY)) {
+			log_error("%s: cannot add pid %u to the target set: %s",
+				  p->ops->name, o->pids[i], strerror(errno));
+			return -errno;
+		}
+	}
+	if (bpf_map_update_elem(p->control_fd, &zero, &ctl, BPF_ANY)) {
+		log_error("%s: cannot write the control map: %s", p->ops->name, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* Fallback for kernels without batch ops: nothing writes the map now, so a plain walk is safe. */
+static int drain_by_walk(struct profiler *p, int fd, record_fn fn, void *ctx)
+{
+	struct sample_key key, next;
+	uint64_t values[PROFILE_MAX_VALUES];
+	struct raw_record rec = { .key = &next, .values = values };
+	void *prev = NULL;
+	int err = 0;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		if (prev)
+			bpf_map_delete_elem(fd, prev);
+		if (bpf_map_lookup_elem(fd, &next, values) == 0 && !err) {
+			p->drained_records++;
+			p->drained_events += values[0];
+			err = fn(p, &rec, ctx);
+		}
+		key = next;
+		prev = &key;
+	}
+	if (prev)
+		bpf_map_delete_elem(fd, prev);
+	return err;
+}
+
+static int drain(struct profiler *p, int fd, record_fn fn, void *ctx)
+{
+	size_t value_size = p->ops->nraw * sizeof(uint64_t);
+	struct sample_key *keys = xcalloc(DRAIN_BATCH, sizeof(*keys));
+	uint64_t *values = xcalloc(DRAIN_BATCH, value_size);
+	struct sample_key batch_pos;
+	void *in_batch = NULL;
+	bool done = false;
+	int err = 0;
+
+	if (!keys || !values) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	while (!done && !err) {
+		__u32 count = DRAIN_BATCH;
+		int ret = bpf_map_lookup_and_delete_batch(fd, in_batch, &batch_pos, keys, values,
+							  &count, NULL);
+
+		if (ret && errno == ENOENT) {
+			done = true;	/* last batch; count may still be > 0 */
+		} else if (ret && (errno == EINVAL || errno == ENOTSUP || errno == ENOTSUPP)) {
+			err = drain_by_walk(p, fd, fn, ctx);
+			goto cleanup;
+		} else if (ret) {
+			err = -errno;
+			log_error("%s: draining counts: %s", p->ops->name, strerror(errno));
+			goto cleanup;
+		}
+		for (__u32 i = 0; i < count && !err; i++) {
+			struct raw_record rec = {
+				.key = &keys[i],
+				.values = values + i * p->ops->nraw,
+			};
+
+			p->drained_records++;
+			p->drained_events += rec.values[0];
+			err = fn(p, &rec, ctx);
+		}
+		in_batch = &batch_pos;
+	}
+cleanup:
+	free(keys);
+	free(values);
+	return err;
+}
+
+int profiler_snapshot(struct profiler *p, record_fn fn, void *ctx)
+{
+	int idle = p->live, next = !p->live;
+	__u32 zero = 0;
+
+	/* Returns after synchronize_rcu(): no program still writes the idle map. */
+	if (bpf_map_update_elem(p->active_fd, &zero, &p->counts_fd[next], BPF_ANY)) {
+		log_error("%s: cannot flip generation: %s", p->ops->name, strerror(errno));
+		return -errno;
+	}
+	p->live = next;
+	p->generation++;
+	return drain(p, p->counts_fd[idle], fn, ctx);
+}
+
+int profiler_stack(struct profiler *p, uint64_t stack_id, uint64_t *ips, uint32_t max)
+{
+	struct aperture_stack st;
+	uint32_t depth;
+
+	if (!stack_id)
+		return 0;
+	if (bpf_map_lookup_elem(p->stacks_fd, &stack_id, &st))
+		return -errno;
+	depth = st.depth < max ? st.depth : max;
+	memcpy(ips, st.ips, depth * sizeof(*ips));
+	return depth;
+}
+
+int profiler_stats(struct profiler *p, uint64_t *out)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	uint64_t *percpu;
+
+	if (ncpus <= 0)
+		return -EINVAL;
+	percpu = xcalloc(ncpus, sizeof(*percpu));
+	if (!percpu)
+		return -ENOMEM;
+	for (__u32 i = 0; i < STAT_MAX; i++) {
+		out[i] = 0;
+		if (bpf_map_lookup_elem(p->stats_fd, &i, percpu))
+			continue;
+		for (int c = 0; c < ncpus; c++)
+			out[i] += percpu[c];
+	}
+	free(percpu);
+	return 0;
+}
+
+struct into_ctx {
+	struct profile *prof;
+	uint64_t lost_stacks;
+};
+
+static int add_record(struct profiler *p, const struct raw_record *rec, void *arg)
+{
+	struct into_ctx *ctx = arg;
+	const struct sample_key *k = rec->key;
+	uint64_t user_ips[APERTURE_MAX_DEPTH], kernel_ips[APERTURE_MAX_DEPTH];
+	uint64_t values[PROFILE_MAX_VALUES] = {0};
+	int nuser = profiler_stack(p, k->user_stack_id, user_ips, APERTURE_MAX_DEPTH);
+	int nkernel = profiler_stack(p, k->kernel_stack_id, kernel_ips, APERTURE_MAX_DEPTH);
+
+	/* A counted stack whose frames vanished: keep the counts, without frames. */
+	if (nuser < 0 || nkernel < 0)
+		ctx->lost_stacks++;
+	p->ops->to_values(p, rec->values, values);
+	return profile_add(ctx->prof, k->tgid, k->pid, k->comm,
+			   nuser > 0 ? k->user_stack_id : 0, user_ips, nuser > 0 ? nuser : 0,
+			   nkernel > 0 ? k->kernel_stack_id : 0, kernel_ips, nkernel > 0 ? nkernel : 0,
+			   values);
+}
+
+int profiler_snapshot_into(struct profiler *p, struct profile *prof)
+{
+	struct into_ctx ctx = { .prof = prof };
+	int err = profiler_snapshot(p, add_record, &ctx);
+
+	if (ctx.lost_stacks)
+		log_warn("%s: %lu records lost their stack", p->ops->name,
+			 (unsigned long)ctx.lost_stacks);
+	return err;
+}
+
+void profiler_profile_init(const struct profiler *p, struct profile *prof, struct symbolizer *sym)
+{
+	const struct profiler_ops *ops = p->ops;
+
+	profile_init(prof, ops->name, ops->title, sym);
+	prof->nvalues = ops->nvalues;
+	memcpy(prof->value_types, ops->value_types, sizeof(prof->value_types));
+	prof->default_value = ops->default_value;
+	prof->period_type = ops->period_type;
+	prof->period = ops->period(p);
+}

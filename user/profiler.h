@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Every profiler implements this.  Adding one is adding bpf/X.bpf.c,
+ * user/X.c with one `const struct profiler_ops profiler_X`, and a line in the
+ * table in profiler.c.  Callers never touch a skeleton.
+ */
+#ifndef PROFILER_H
+#define PROFILER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "aperture.h"
+#include "profile.h"
+
+struct profiler_opts {
+	unsigned int freq_hz;		/* on-CPU sampling frequency */
+	const uint32_t *pids;		/* target tgids, npids of them (0: all) */
+	int npids;
+	uint64_t cgroup_id;		/* 0: any */
+	enum stack_mode stack_mode;
+	bool include_idle;
+	uint64_t min_block_ns;		/* off-CPU */
+	uint64_t max_block_ns;		/* off-CPU; 0: no limit */
+	uint32_t state_mask;		/* off-CPU: enum offcpu_state bits */
+	uint32_t counts_entries;	/* aggregation map size (per generation) */
+	uint32_t stacks_entries;	/* stacks map size */
+};
+
+/* One raw aggregated record, as drained from the kernel. */
+struct raw_record {
+	const struct sample_key *key;
+	const uint64_t *values;		/* ops->nraw u64s */
+};
+
+struct profiler;
+
+/* Called once per drained record; return non-zero to stop. */
+typedef int (*record_fn)(struct profiler *p, const struct raw_record *rec, void *ctx);
+
+struct profiler_ops {
+	const char *name;		/* "oncpu": --NAME on the command line, map pin names */
+	const char *title;		/* "On-CPU" */
+	int nraw;			/* u64s in the BPF counts value */
+	/* What the profile carries per sample, and how raw values become those. */
+	int nvalues;
+	struct value_type value_types[PROFILE_MAX_VALUES];
+	int default_value;
+	struct value_type period_type;
+	void (*to_values)(const struct profiler *p, const uint64_t *raw, uint64_t *values);
+	int64_t (*period)(const struct profiler *p);
+
+	/* open + configure + load; fills the common fds in @p. */
+	int (*open)(struct profiler *p, const struct profiler_opts *opts);
+	int (*attach)(struct profiler *p);
+	void (*close)(struct profiler *p);
+};
+
+/* State common to every profiler; ops->open fills it, the core uses it. */
+struct profiler {
+	const struct profiler_ops *ops;
+	struct profiler_opts opts;
+	void *skel;			/* owned by the ops */
+	void *priv;			/* ops-private (e.g. perf event fds) */
+	int control_fd;
+	int target_pids_fd;
+	int stacks_fd;
+	int stats_fd;
+	int active_fd;			/* ARRAY_OF_MAPS, slot 0 = live counts map */
+	int counts_fd[2];		/* the two generations */
+	int live;			/* index into counts_fd of the live one */
+	uint64_t generation;		/* flips so far */
+	uint64_t drained_records;
+	uint64_t drained_events;	/* sum of raw value 0 over all drains */
+};
+
+extern const struct profiler_ops profiler_oncpu;
+extern const struct profiler_ops profiler_offcpu;
+
+/* NULL-terminated table of every profiler. */
+extern const struct profiler_ops *const profilers[];
+const struct profiler_ops *profiler_find(const char *name);
+
+/* Lifecycle, for callers: open (load), attach, snapshot..., close. */
+int profiler_open(struct profiler **out, const struct profiler_ops *ops, const struct profiler_opts *opts);
+int profiler_attach(struct profiler *p);
+void profiler_close(struct profiler *p);
+
+/*
+ * Flips the generation and drains the old counts map, calling @fn for every
+ * record (values are deltas since the previous snapshot).  Race-free: see
+ * the comment at APERTURE_COUNTS in bpf/common.bpf.h.
+ */
+int profiler_snapshot(struct profiler *p, record_fn fn, void *ctx);
+
+/* Reads a stack by id into @ips (leaf first); returns depth or a negative errno. */
+int profiler_stack(struct profiler *p, uint64_t stack_id, uint64_t *ips, uint32_t max);
+
+/* Sums the per-CPU loss/activity counters into @out[STAT_MAX]. */
+int profiler_stats(struct profiler *p, uint64_t *out);
+
+/* Snapshot straight into a profile (symbolizing new stacks). */
+int profiler_snapshot_into(struct profiler *p, struct profile *prof);
+
+/* A profile whose value types and period are this profiler's. */
+void profiler_profile_init(const struct profiler *p, struct profile *prof, struct symbolizer *sym);
+
+/* Shared by the ops: write the control struct from opts, fill target_pids. */
+int profiler_configure(struct profiler *p);
+
+extern const char *const stat_names[STAT_MAX];
+
+
+/*
+ * Every skeleton has the maps of bpf/common.bpf.h under the same names:
+ * these two macros size them before load and take their fds after.
+ */
+#define PROFILER_SIZE_MAPS(skel, o) ({						\
+	int __err = bpf_map__set_max_entries((skel)->maps.counts_0, (o)->counts_entries); \
+	__err = __err ?: bpf_map__set_max_entries((skel)->maps.counts_1, (o)->counts_entries); \
+	__err = __err ?: bpf_map__set_max_entries((skel)->maps.stacks, (o)->stacks_entries); \
+	__err; })
+
+#define PROFILER_TAKE_MAPS(p, skel) do {					\
+	(p)->control_fd = bpf_map__fd((skel)->maps.control);			\
+	(p)->target_pids_fd = bpf_map__fd((skel)->maps.target_pids);		\
+	(p)->stacks_fd = bpf_map__fd((skel)->maps.stacks);			\
+	(p)->stats_fd = bpf_map__fd((skel)->maps.stats);			\
+	(p)->active_fd = bpf_map__fd((skel)->maps.active_counts);		\
+	(p)->counts_fd[0] = bpf_map__fd((skel)->maps.counts_0);			\
+	(p)->counts_fd[1] = bpf_map__fd((skel)->maps.counts_1);			\
+	(p)->live = 0;								\
+} while (0)
+
+#endif /* PROFILER_H */

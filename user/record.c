@@ -1,0 +1,633 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * `aperture record`: load the chosen profilers, snapshot them once a second
+ * (so that processes are symbolized while they live and maps never fill),
+ * then write every requested output.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "cli.h"
+#include "exporter.h"
+#include "profiler.h"
+#include "record.h"
+#include "symbolize.h"
+#include "util.h"
+
+#define MAX_PIDS 256
+#define MAX_OUTPUTS 8
+#define MAX_PROFILERS 8
+#define SNAPSHOT_INTERVAL_NS 1000000000ull
+
+struct record_opts {
+	struct profiler_opts prof;
+	uint32_t pids[MAX_PIDS];
+	uint64_t duration_s;		/* 0: until the command exits or Ctrl-C */
+	bool want[MAX_PROFILERS];	/* indexed like profilers[] */
+	const char *outputs[MAX_OUTPUTS];
+	int noutputs;
+	const char *format;		/* NULL: from each file name */
+	const char *weight;		/* NULL: each profile's default */
+	uint64_t top;
+	char **command;			/* after --, NULL if none */
+};
+
+struct record_run {
+	struct record_opts opts;
+	struct symbolizer *sym;
+	struct profiler *profs[MAX_PROFILERS];
+	struct profile profiles[MAX_PROFILERS];
+	int nprofs;
+	pid_t child;
+	int child_go_fd;		/* write end: the child execs when it closes */
+	uint64_t start_ns;
+};
+
+enum {
+	OPT_CGROUP = 256, OPT_IDLE, OPT_ONCPU, OPT_OFFCPU, OPT_MIN_BLOCK, OPT_MAX_BLOCK,
+	OPT_STATE, OPT_WEIGHT, OPT_FORMAT, OPT_TOP, OPT_HELP, OPT_VERSION,
+};
+
+static const struct option long_options[] = {
+	{ "freq", required_argument, NULL, 'F' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "user-only", no_argument, NULL, 'U' },
+	{ "kernel-only", no_argument, NULL, 'K' },
+	{ "include-idle", no_argument, NULL, OPT_IDLE },
+	{ "oncpu", no_argument, NULL, OPT_ONCPU },
+	{ "offcpu", no_argument, NULL, OPT_OFFCPU },
+	{ "min-block-us", required_argument, NULL, OPT_MIN_BLOCK },
+	{ "max-block-us", required_argument, NULL, OPT_MAX_BLOCK },
+	{ "state", required_argument, NULL, OPT_STATE },
+	{ "weight", required_argument, NULL, OPT_WEIGHT },
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"Usage: aperture record [OPTIONS] [-- COMMAND [ARGS...]]\n"
+"Profile the machine (or some processes) for a while and write profiles.\n"
+"\n"
+"What to profile:\n"
+"  --oncpu                 where CPU time goes (default when neither is given)\n"
+"  --offcpu                where threads block: off-CPU time and switch counts\n"
+"  -p, --pid PID[,PID...]  only these processes (and their threads)\n"
+"      --cgroup PATH       only tasks in this cgroup v2 directory\n"
+"  -- COMMAND ARGS         run COMMAND and profile only it, until it exits\n"
+"  -U, --user-only         user stacks only\n"
+"  -K, --kernel-only       kernel stacks only\n"
+"      --include-idle      count the idle task (on-CPU)\n"
+"\n"
+"How:\n"
+"  -F, --freq HZ           on-CPU samples per second per CPU (default 99)\n"
+"  -d, --duration SECONDS  how long (default 10; with COMMAND: until it exits)\n"
+"      --min-block-us N    off-CPU: ignore blocks shorter than N us (default 1)\n"
+"      --max-block-us N    off-CPU: ignore blocks longer than N us (default: none)\n"
+"      --state S           off-CPU: blocked (default: S and D sleeps), interruptible,\n"
+"                          uninterruptible, or all (also counts preemption)\n"
+"\n"
+"Output:\n"
+"  -o, --output FILE       write here; repeatable (default profile.pb.gz). The format\n"
+"                          follows the name: .pb.gz/.pprof pprof, .folded/.txt folded\n"
+"                          stacks, .svg flame graph. With --oncpu --offcpu, each file\n"
+"                          name gets the kind inserted: p.oncpu.svg, p.offcpu.svg\n"
+"      --format F          force the format of every output: %s\n"
+"      --weight W          folded/svg weight: samples (on-CPU), time or switches (off-CPU)\n"
+"      --top N             print the N hottest functions (default 15, 0: none)\n"
+"  -v, --verbose           more messages (twice: libbpf debug)\n"
+"      --help, --version\n", exporter_names());
+}
+
+static bool parse_state(const char *arg, uint32_t *mask)
+{
+	static const struct { const char *name; uint32_t mask; } states[] = {
+		{ "blocked", BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE },
+		{ "interruptible", BLOCK_STATE_INTERRUPTIBLE },
+		{ "uninterruptible", BLOCK_STATE_UNINTERRUPTIBLE },
+		{ "all", BLOCK_STATE_RUNNING | BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE },
+	};
+
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		if (strcmp(arg, states[i].name) == 0) {
+			*mask = states[i].mask;
+			return true;
+		}
+	}
+	log_error("--state: '%s' is not one of blocked, interruptible, uninterruptible, all", arg);
+	return false;
+}
+
+static void want_profiler(struct record_opts *o, const char *name)
+{
+	for (int i = 0; profilers[i]; i++)
+		if (strcmp(profilers[i]->name, name) == 0)
+			o->want[i] = true;
+}
+
+/* Returns 0 to go on, or an exit code (0 after --help). */
+static int parse_args(struct record_opts *o, int argc, char **argv)
+{
+	uint64_t v;
+	int c, n;
+
+	o->prof.freq_hz = 99;
+	o->prof.min_block_ns = 1000;
+	o->prof.state_mask = BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE;
+	o->top = 15;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+F:p:d:UKo:v", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			if (!cli_parse_u64("-F", optarg, 1, 100000, &v))
+				return EXIT_USAGE;
+			o->prof.freq_hz = v;
+			break;
+		case 'p':
+			n = cli_parse_pids(optarg, o->pids + o->prof.npids, MAX_PIDS - o->prof.npids);
+			if (n < 0)
+				return EXIT_USAGE;
+			o->prof.npids += n;
+			break;
+		case OPT_CGROUP:
+			if (!cli_cgroup_id(optarg, &o->prof.cgroup_id))
+				return EXIT_USAGE;
+			break;
+		case 'd':
+			if (!cli_parse_u64("-d", optarg, 1, 365ull * 86400, &o->duration_s))
+				return EXIT_USAGE;
+			break;
+		case 'U':
+		case 'K':
+			if (o->prof.stack_mode != STACK_MODE_BOTH) {
+				log_error("-U and -K exclude each other");
+				return EXIT_USAGE;
+			}
+			o->prof.stack_mode = c == 'U' ? STACK_MODE_USER : STACK_MODE_KERNEL;
+			break;
+		case OPT_IDLE:
+			o->prof.include_idle = true;
+			break;
+		case OPT_ONCPU:
+			want_profiler(o, "oncpu");
+			break;
+		case OPT_OFFCPU:
+			want_profiler(o, "offcpu");
+			break;
+		case OPT_MIN_BLOCK:
+			if (!cli_parse_u64("--min-block-us", optarg, 0, UINT64_MAX / 1000, &v))
+				return EXIT_USAGE;
+			o->prof.min_block_ns = v * 1000;
+			break;
+		case OPT_MAX_BLOCK:
+			if (!cli_parse_u64("--max-block-us", optarg, 1, UINT64_MAX / 1000, &v))
+				return EXIT_USAGE;
+			o->prof.max_block_ns = v * 1000;
+			break;
+		case OPT_STATE:
+			if (!parse_state(optarg, &o->prof.state_mask))
+				return EXIT_USAGE;
+			break;
+		case OPT_WEIGHT:
+			if (strcmp(optarg, "samples") && strcmp(optarg, "time") && strcmp(optarg, "switches")) {
+				log_error("--weight: '%s' is not one of samples, time, switches", optarg);
+				return EXIT_USAGE;
+			}
+			o->weight = optarg;
+			break;
+		case 'o':
+			if (o->noutputs == MAX_OUTPUTS) {
+				log_error("-o: at most %d outputs", MAX_OUTPUTS);
+				return EXIT_USAGE;
+			}
+			o->outputs[o->noutputs++] = optarg;
+			break;
+		case OPT_FORMAT:
+			if (!exporter_by_name(optarg)) {
+				log_error("--format: '%s' is not one of %s", optarg, exporter_names());
+				return EXIT_USAGE;
+			}
+			o->format = optarg;
+			break;
+		case OPT_TOP:
+			if (!cli_parse_u64("--top", optarg, 0, 100000, &o->top))
+				return EXIT_USAGE;
+			break;
+		case 'v':
+			log_verbose++;
+			break;
+		case OPT_HELP:
+			usage(stdout);
+			return -1;
+		case OPT_VERSION:
+			printf("aperture %s\n", APERTURE_VERSION);
+			return -1;
+		default:
+			if (optopt && optopt < 256)
+				log_error("record: unknown or incomplete option '-%c' (see aperture record --help)", optopt);
+			else
+				log_error("record: unknown or incomplete option '%s' (see aperture record --help)",
+					  argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		o->command = argv + optind;
+	return 0;
+}
+
+static int count_wanted(const struct record_opts *o)
+{
+	int n = 0;
+
+	for (int i = 0; profilers[i]; i++)
+		n += o->want[i];
+	return n;
+}
+
+/* "p.pb.gz" + "oncpu" -> "p.oncpu.pb.gz"; the caller frees. */
+static char *path_with_kind(const char *path, const char *kind)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	const char *dot = str_ends_with(path, ".pb.gz") ? path + strlen(path) - 6 : strrchr(base, '.');
+	char *out;
+
+	if (!dot || dot == base)
+		dot = path + strlen(path);
+	if (asprintf(&out, "%.*s.%s%s", (int)(dot - path), path, kind, dot) < 0)
+		return NULL;
+	return out;
+}
+
+static const struct exporter *output_exporter(const struct record_opts *o, const char *path)
+{
+	return o->format ? exporter_by_name(o->format) : exporter_for_path(path);
+}
+
+static int check_outputs(struct record_opts *o)
+{
+	if (o->noutputs == 0)
+		o->outputs[o->noutputs++] = "profile.pb.gz";
+	for (int i = 0; i < o->noutputs; i++) {
+		if (!output_exporter(o, o->outputs[i])) {
+			log_error("-o %s: cannot tell the format from the name; use --format (%s)",
+				  o->outputs[i], exporter_names());
+			return EXIT_USAGE;
+		}
+		if (!cli_output_writable(o->outputs[i]))
+			return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Forks COMMAND stopped on a pipe: it execs once the profilers are attached. */
+static int spawn_command(struct record_run *run)
+{
+	int go[2];
+	char byte;
+
+	if (pipe2(go, O_CLOEXEC))
+		return -errno;
+	run->child = fork();
+	if (run->child < 0)
+		return -errno;
+	if (run->child == 0) {
+		close(go[1]);
+		if (read(go[0], &byte, 1) < 0)
+			_exit(127);
+		execvp(run->opts.command[0], run->opts.command);
+		fprintf(stderr, "aperture: cannot run %s: %s\n", run->opts.command[0], strerror(errno));
+		_exit(127);
+	}
+	close(go[0]);
+	run->child_go_fd = go[1];
+	run->opts.pids[run->opts.prof.npids++] = run->child;
+	return 0;
+}
+
+static int open_profilers(struct record_run *run)
+{
+	struct record_opts *o = &run->opts;
+	int err;
+
+	o->prof.pids = o->pids;
+	for (int i = 0; profilers[i]; i++) {
+		struct profiler *p;
+
+		if (!o->want[i])
+			continue;
+		err = profiler_open(&p, profilers[i], &o->prof);
+		if (err)
+			return err;
+		run->profs[run->nprofs] = p;
+		profiler_profile_init(p, &run->profiles[run->nprofs], run->sym);
+		run->nprofs++;
+		err = profiler_attach(p);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int snapshot_all(struct record_run *run)
+{
+	for (int i = 0; i < run->nprofs; i++) {
+		int err = profiler_snapshot_into(run->profs[i], &run->profiles[i]);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static uint64_t lost_events(const uint64_t *stats)
+{
+	return stats[STAT_STACKS_FULL] + stats[STAT_STACKS_NOMEM] + stats[STAT_COUNTS_FULL] + stats[STAT_START_FULL] +
+	       stats[STAT_NO_COUNTS_MAP] + stats[STAT_OTHER];
+}
+
+static void status_line(struct record_run *run, uint64_t now)
+{
+	uint64_t stats[STAT_MAX];
+
+	fprintf(stderr, "\r[%6.1fs]", (now - run->start_ns) / 1e9);
+	for (int i = 0; i < run->nprofs; i++) {
+		if (profiler_stats(run->profs[i], stats))
+			continue;
+		fprintf(stderr, "  %s: %" PRIu64 " events, %" PRIu64 " lost",
+			run->profs[i]->ops->name, stats[STAT_EVENTS], lost_events(stats));
+	}
+	fprintf(stderr, "   \b\b\b");
+	fflush(stderr);
+}
+
+static bool child_exited(struct record_run *run)
+{
+	int status;
+
+	if (run->child <= 0)
+		return false;
+	if (waitpid(run->child, &status, WNOHANG) == run->child) {
+		run->child = 0;
+		return true;
+	}
+	return false;
+}
+
+static int record_loop(struct record_run *run)
+{
+	bool tty = isatty(STDERR_FILENO);
+	uint64_t deadline = run->opts.duration_s == 0 ? UINT64_MAX :
+			    run->start_ns + run->opts.duration_s * 1000000000ull;
+	uint64_t next_snapshot = run->start_ns + SNAPSHOT_INTERVAL_NS;
+	struct timespec tick = { 0, 100 * 1000 * 1000 };
+	int err;
+
+	while (!cli_stop) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+		if (now >= deadline || child_exited(run))
+			break;
+		if (now >= next_snapshot) {
+			err = snapshot_all(run);
+			if (err)
+				return err;
+			if (tty)
+				status_line(run, now);
+			next_snapshot += SNAPSHOT_INTERVAL_NS;
+		}
+		nanosleep(&tick, NULL);
+	}
+	if (tty)
+		fputc('\n', stderr);
+	return snapshot_all(run);
+}
+
+static void report_stats(struct record_run *run)
+{
+	uint64_t stats[STAT_MAX];
+
+	for (int i = 0; i < run->nprofs; i++) {
+		struct profiler *p = run->profs[i];
+		char detail[512] = "";
+		size_t len = 0;
+
+		if (profiler_stats(p, stats))
+			continue;
+		for (int s = STAT_EVENTS + 1; s < STAT_MAX; s++) {
+			if (!stats[s])
+				continue;
+			len += snprintf(detail + len, sizeof(detail) - len, "%s%s: %" PRIu64,
+					len ? ", " : "", stat_names[s], stats[s]);
+			if (len >= sizeof(detail))
+				break;
+		}
+		fprintf(stderr, "aperture: %s: %" PRIu64 " %s, %" PRIu64 " lost%s%s%s\n",
+			p->ops->name, p->drained_events, p->ops->value_types[0].type,
+			lost_events(stats), len ? " (" : "", detail, len ? ")" : "");
+	}
+}
+
+/* Index of the value --weight names in @prof, or its default. */
+static int weight_index(const struct profile *prof, const char *weight)
+{
+	if (!weight)
+		return prof->default_value;
+	for (int i = 0; i < prof->nvalues; i++) {
+		if (strcmp(weight, prof->value_types[i].type) == 0)
+			return i;
+		if (strcmp(weight, "time") == 0 && strcmp(prof->value_types[i].unit, "nanoseconds") == 0)
+			return i;
+	}
+	return prof->default_value;
+}
+
+static int write_outputs(struct record_run *run)
+{
+	struct record_opts *o = &run->opts;
+	int err = 0;
+
+	for (int i = 0; i < run->nprofs; i++) {
+		struct profile *prof = &run->profiles[i];
+		struct export_opts eo = { .value_index = weight_index(prof, o->weight) };
+
+		for (int k = 0; k < o->noutputs; k++) {
+			const struct exporter *ex = output_exporter(o, o->outputs[k]);
+			char *path = run->nprofs > 1 ? path_with_kind(o->outputs[k], prof->kind) :
+						       xstrdup(o->outputs[k]);
+
+			if (!path)
+				return -ENOMEM;
+			if (ex->write(prof, path, &eo))
+				err = -EIO;
+			else
+				fprintf(stderr, "aperture: wrote %s (%s, %zu stacks)\n", path, ex->name,
+					prof->nsamples);
+			free(path);
+		}
+	}
+	return err;
+}
+
+struct leaf_weight {
+	const char *name;
+	uint64_t weight;
+};
+
+static int leaf_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct leaf_weight *)a)->name, ((const struct leaf_weight *)b)->name);
+}
+
+static struct leaf_weight *top_table;
+static size_t top_count;
+
+static void collect_leaf(const void *node, VISIT which, int depth)
+{
+	if (which == postorder || which == leaf)
+		top_table[top_count++] = **(struct leaf_weight *const *)node;
+}
+
+static int by_weight_desc(const void *a, const void *b)
+{
+	uint64_t x = ((const struct leaf_weight *)a)->weight, y = ((const struct leaf_weight *)b)->weight;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The hottest leaf functions of one profile, on stdout. */
+static void print_top(const struct profile *prof, int value_index, size_t top)
+{
+	uint64_t total = profile_total(prof, value_index);
+	void *root = NULL;
+	size_t distinct = 0;
+
+	if (!top || !total)
+		return;
+	for (size_t i = 0; i < prof->nsamples; i++) {
+		const struct profile_sample *s = &prof->samples[i];
+		struct leaf_weight probe = {
+			.name = s->nkernel + s->nuser ? s->frames[0].sym.name : "[no stack]",
+		};
+		struct leaf_weight **slot = tsearch(&probe, &root, leaf_cmp);
+
+		if (!slot)
+			goto cleanup;
+		if (*slot == &probe) {
+			*slot = malloc(sizeof(**slot));
+			if (!*slot) {
+				tdelete(&probe, &root, leaf_cmp);
+				goto cleanup;
+			}
+			**slot = probe;
+			distinct++;
+		}
+		(*slot)->weight += s->values[value_index];
+	}
+	top_table = xcalloc(distinct, sizeof(*top_table));
+	top_count = 0;
+	if (!top_table)
+		goto cleanup;
+	twalk(root, collect_leaf);
+	qsort(top_table, top_count, sizeof(*top_table), by_weight_desc);
+	printf("%s: top %zu functions by self %s\n", prof->title, top < top_count ? top : top_count,
+	       prof->value_types[value_index].type);
+	for (size_t i = 0; i < top && i < top_count; i++)
+		printf("  %6.2f%%  %12" PRIu64 "  %s\n", 100.0 * top_table[i].weight / total,
+		       top_table[i].weight, top_table[i].name);
+	free(top_table);
+	top_table = NULL;
+cleanup:
+	tdestroy(root, free);
+}
+
+static void run_cleanup(struct record_run *run)
+{
+	for (int i = 0; i < run->nprofs; i++) {
+		profiler_close(run->profs[i]);
+		profile_free(&run->profiles[i]);
+	}
+	if (run->child_go_fd > 0)
+		close(run->child_go_fd);
+	if (run->child > 0) {
+		kill(run->child, SIGTERM);
+		waitpid(run->child, NULL, 0);
+	}
+	symbolizer_free(run->sym);
+}
+
+int record_main(int argc, char **argv)
+{
+	struct record_run run = { .child_go_fd = -1 };
+	struct record_opts *o = &run.opts;
+	int err;
+
+	err = parse_args(o, argc, argv);
+	if (err)
+		return err < 0 ? 0 : err;
+	if (o->command && o->prof.npids) {
+		log_error("give either -p or a command, not both");
+		return EXIT_USAGE;
+	}
+	if (!o->command && !o->duration_s)
+		o->duration_s = 10;
+	if (!count_wanted(o))
+		want_profiler(o, "oncpu");
+	err = check_outputs(o);
+	if (err)
+		return err;
+	if (!cli_check_environment())
+		return EXIT_RUNTIME;
+	cli_libbpf_logging();
+	cli_install_signals();
+	run.sym = symbolizer_new();
+	if (!run.sym)
+		return EXIT_RUNTIME;
+	if (o->command && spawn_command(&run)) {
+		log_error("cannot start %s: %s", o->command[0], strerror(errno));
+		err = EXIT_RUNTIME;
+		goto cleanup;
+	}
+	if (open_profilers(&run)) {
+		err = EXIT_RUNTIME;
+		goto cleanup;
+	}
+	run.start_ns = now_ns(CLOCK_MONOTONIC);
+	for (int i = 0; i < run.nprofs; i++)
+		run.profiles[i].time_ns = now_ns(CLOCK_REALTIME);
+	if (run.child_go_fd >= 0) {
+		close(run.child_go_fd);	/* let the command exec */
+		run.child_go_fd = -1;
+	}
+	err = record_loop(&run) ? EXIT_RUNTIME : 0;
+	for (int i = 0; i < run.nprofs; i++)
+		run.profiles[i].duration_ns = now_ns(CLOCK_MONOTONIC) - run.start_ns;
+	report_stats(&run);
+	if (write_outputs(&run))
+		err = EXIT_RUNTIME;
+	for (int i = 0; i < run.nprofs; i++)
+		print_top(&run.profiles[i], weight_index(&run.profiles[i], o->weight), o->top);
+cleanup:
+	run_cleanup(&run);
+	return err;
+}

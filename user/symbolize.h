@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Address -> name.  Kernel frames from /proc/kallsyms; user frames with libdw
+ * through /proc/PID/root and /proc/PID/map_files, cached per file (build id or
+ * device+inode), never per sample.  All strings returned are owned by the
+ * symbolizer and live until symbolizer_free().
+ */
+#ifndef SYMBOLIZE_H
+#define SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct symbolizer;
+
+/* One mapped file (or the kernel), as pprof's Mapping wants it. */
+struct sym_mapping {
+	uint32_t id;		/* 1-based, unique per symbolizer */
+	uint64_t start;		/* address range in the process (kernel: [kernel] text) */
+	uint64_t end;
+	uint64_t file_offset;	/* file offset mapped at start */
+	const char *path;	/* as in /proc/PID/maps, e.g. /usr/lib/libc.so.6, or "[kernel.kallsyms]" */
+	const char *name;	/* basename of path, e.g. "libc.so.6" */
+	const char *build_id;	/* hex, "" when unknown */
+	bool kernel;
+};
+
+struct sym_frame {
+	uint64_t addr;			/* the address as sampled */
+	const char *function;		/* NULL when no symbol covers addr */
+	uint64_t function_offset;	/* addr - symbol start, when function != NULL */
+	const struct sym_mapping *mapping; /* NULL when addr is in no known mapping */
+	uint64_t module_offset;		/* file-relative address (for module+0xOFF and addr2line) */
+	const char *name;		/* what to print: function, "module+0xOFF" or "[unknown]" */
+};
+
+struct symbolizer *symbolizer_new(void);
+void symbolizer_free(struct symbolizer *sym);
+
+/*
+ * Reads /proc/PID/maps of @tgid now and keeps what is needed to symbolize it
+ * later, even after the process exited.  Cheap when already tracked.
+ * Returns 0, or -ESRCH when the process is gone (not an error for callers
+ * that only want to try).
+ */
+int symbolizer_track(struct symbolizer *sym, uint32_t tgid);
+
+/* Fills @out for a user address of @tgid (tracks @tgid first if needed). Never fails: unknown frames get "[unknown]". */
+void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struct sym_frame *out);
+
+/* Fills @out for a kernel address. */
+void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *out);
+
+/* Every mapping handed out so far, in id order (for pprof's mapping table). */
+const struct sym_mapping *const *symbolizer_mappings(struct symbolizer *sym, size_t *count);
+
+#endif /* SYMBOLIZE_H */

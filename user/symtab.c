@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Sorted address -> name tables shared by the kernel and ELF symbol readers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "symtab.h"
+
+#define SYMTAB_MAX_POOL	(1u << 31)	/* name_off is 32 bits; far above any real binary */
+
+static int grow(void **buf, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap = *cap ? *cap : 256;
+	void *nbuf;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	nbuf = realloc(*buf, ncap * elem);
+	if (!nbuf)
+		return -ENOMEM;
+	*buf = nbuf;
+	*cap = ncap;
+	return 0;
+}
+
+int symtab_add(struct symtab *tab, uint64_t start, uint64_t size, const char *name, uint32_t rank)
+{
+	size_t len = strlen(name) + 1;
+	struct sym *s;
+
+	if (tab->pool_len + len > SYMTAB_MAX_POOL)
+		return -ENOMEM;
+	if (grow((void **)&tab->syms, &tab->cap, tab->nsyms + 1, sizeof(*tab->syms)) ||
+	    grow((void **)&tab->pool, &tab->pool_cap, tab->pool_len + len, 1))
+		return -ENOMEM;
+	memcpy(tab->pool + tab->pool_len, name, len);
+	s = &tab->syms[tab->nsyms++];
+	s->start = start;
+	s->size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+	s->name_off = (uint32_t)tab->pool_len;
+	s->rank = rank;
+	tab->pool_len += len;
+	return 0;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return (x->name_off > y->name_off) - (x->name_off < y->name_off);
+}
+
+void symtab_finish(struct symtab *tab)
+{
+	size_t i, kept = 0;
+
+	if (!tab->nsyms)
+		return;
+	qsort(tab->syms, tab->nsyms, sizeof(*tab->syms), cmp_sym);
+	/* One symbol per address: the best ranked (sorted first). */
+	for (i = 0; i < tab->nsyms; i++) {
+		if (kept && tab->syms[kept - 1].start == tab->syms[i].start)
+			continue;
+		tab->syms[kept++] = tab->syms[i];
+	}
+	tab->nsyms = kept;
+	/* Sizeless symbols (assembly, kallsyms) cover the gap to the next one. */
+	for (i = 0; i < kept; i++) {
+		struct sym *s = &tab->syms[i];
+		uint64_t gap;
+
+		if (s->size)
+			continue;
+		gap = i + 1 < kept ? tab->syms[i + 1].start - s->start : 1;
+		s->size = gap > UINT32_MAX ? UINT32_MAX : (uint32_t)gap;
+	}
+}
+
+const struct sym *symtab_find(const struct symtab *tab, uint64_t addr)
+{
+	size_t lo = 0, hi = tab->nsyms;
+	const struct sym *s;
+
+	/* Last symbol starting at or below addr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (tab->syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	s = &tab->syms[lo - 1];
+	return addr - s->start < s->size ? s : NULL;
+}
+
+void symtab_free(struct symtab *tab)
+{
+	free(tab->syms);
+	free(tab->pool);
+	memset(tab, 0, sizeof(*tab));
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef UTIL_H
+#define UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One-line messages on stderr, prefixed "aperture: ". */
+void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern int log_verbose;	/* -v: log_info prints */
+
+void *xcalloc(size_t n, size_t size);	/* NULL on failure, after logging */
+char *xstrdup(const char *s);
+
+uint64_t now_ns(int clock);		/* clock_gettime in ns */
+bool str_ends_with(const char *s, const char *suffix);
+
+#endif /* UTIL_H */
