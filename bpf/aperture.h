@@ -83,6 +83,7 @@ enum aperture_stat {
 	STAT_STACKS_NOMEM,	/* stacks map element allocation failed: stack dropped */
 	STAT_COUNTS_FULL,	/* aggregation map full: sample dropped */
 	STAT_START_FULL,	/* off-CPU: start map full: switch dropped */
+	STAT_EVENTS_LOST,	/* ring buffer full: a notification to user space dropped */
 	STAT_NO_COUNTS_MAP,	/* active generation map missing (never expected) */
 	STAT_OTHER,		/* any other error */
 	STAT_MAX,
@@ -97,6 +98,16 @@ struct oncpu_value {
 struct offcpu_value {
 	__u64 switch_count;
 	__u64 offcpu_ns;
+};
+
+/* Notifications to user space through the `events` ring buffer. */
+enum aperture_event_type {
+	EVENT_NEW_PROCESS = 1,	/* first event of a tgid (or first after exec): read its maps now */
+};
+
+struct aperture_event {
+	__u32 type;		/* enum aperture_event_type */
+	__u32 tgid;
 };
 
 #endif /* APERTURE_H */

@@ -58,6 +58,22 @@ struct {
 	__type(value, struct aperture_stack);
 } stack_scratch SEC(".maps");
 
+/*
+ * tgids already announced to user space.  LRU: an evicted tgid is announced
+ * again, which only costs user space a cheap "already tracked" check.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u8);
+} seen_tgids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} events SEC(".maps");
+
 static __always_inline void stat_inc(__u32 idx)
 {
 	__u64 *slot = bpf_map_lookup_elem(&stats, &idx);
@@ -74,6 +90,29 @@ static __always_inline struct aperture_control *control_get(void)
 	if (!ctl || !ctl->enabled || ctl->layout_version != APERTURE_LAYOUT_VERSION)
 		return NULL;
 	return ctl;
+}
+
+/*
+ * Tells user space about a process the first time it shows up, so that its
+ * memory maps are read while it lives: a process that exits before the next
+ * snapshot is still symbolized.
+ */
+static __always_inline void process_seen(__u32 tgid)
+{
+	struct aperture_event *event;
+	__u8 one = 1;
+
+	if (bpf_map_lookup_elem(&seen_tgids, &tgid))
+		return;
+	bpf_map_update_elem(&seen_tgids, &tgid, &one, BPF_ANY);
+	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+	if (!event) {
+		stat_inc(STAT_EVENTS_LOST);
+		return;
+	}
+	event->type = EVENT_NEW_PROCESS;
+	event->tgid = tgid;
+	bpf_ringbuf_submit(event, 0);
 }
 
 /* PID set and cgroup filters; both are about the current task. */

@@ -50,6 +50,7 @@ static __always_inline void switch_out(void *ctx, const struct aperture_control 
 	/* At sched_switch, current is still prev: the current-task helpers apply. */
 	if (!task_wanted(ctl, start.key.tgid))
 		return;
+	process_seen(start.key.tgid);
 	bpf_get_current_comm(start.key.comm, sizeof(start.key.comm));
 	stacks_fill(ctx, ctl, &start.key);
 	start.task_start_ns = prev->start_time;
@@ -108,6 +109,16 @@ int BPF_PROG(offcpu_exit, struct task_struct *task)
 	__u32 tid = task->pid;
 
 	bpf_map_delete_elem(&offcpu_start, &tid);
+	return 0;
+}
+
+/* After exec the maps are new: announce the process again. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(offcpu_exec, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	bpf_map_delete_elem(&seen_tgids, &tgid);
 	return 0;
 }
 

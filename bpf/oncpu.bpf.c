@@ -25,11 +25,22 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 	if (!task_wanted(ctl, key.tgid))
 		return 0;
 	stat_inc(STAT_EVENTS);
+	process_seen(key.tgid);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	stacks_fill(ctx, ctl, &key);
 	value = counts_slot(&key, &zero_value);
 	if (value)
 		__sync_fetch_and_add(&value->samples, 1);
+	return 0;
+}
+
+/* After exec the maps are new: announce the process again. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(oncpu_exec, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	bpf_map_delete_elem(&seen_tgids, &tgid);
 	return 0;
 }
 

@@ -52,3 +52,96 @@ frame_weight() {
 	awk -v f="$2" '{ w = $NF; $NF = ""; sub(/ $/, ""); n = split($0, fr, ";"); for (i = 1; i <= n; i++) if (fr[i] == f) { hit += w; break } }
 		END { print hit + 0 }' "$1"
 }
+
+# --- helpers for the end-to-end `aperture record` tests (tests/bpf/*.t) ---
+# Note: awk here is mawk, which prints big numbers as 1.2e+13 with `print` and
+# caps printf %d at 2^31-1: off-CPU weights are nanoseconds, so use %.0f.
+
+# at_exit 'SHELL CODE': runs after the bg processes were killed and $TMP removed
+_exit_hooks=()
+at_exit() { _exit_hooks+=("$1"); }
+_cleanup_with_hooks() {
+	local h
+	_cleanup
+	for h in "${_exit_hooks[@]}"; do eval "$h"; done
+}
+trap _cleanup_with_hooks EXIT
+
+require_aperture() { [ -x "$APERTURE" ] || skip_all "aperture is not built (make aperture)"; }
+require_workload() { local w; for w in "$@"; do [ -x "$WL/$w" ] || skip_all "$WL/$w is not built (make -C tests)"; done; }
+
+# run_ap NAME ARGS...: runs aperture ARGS; stdout goes to $TMP/NAME.out, stderr
+# to $TMP/NAME.err, the exit status to AP_RC and the wall time (s) to AP_SECS.
+run_ap() {
+	local name=$1 t0
+	shift
+	t0=$(date +%s.%N)
+	AP_RC=0
+	"$APERTURE" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || AP_RC=$?
+	AP_SECS=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f\n", b - a }')
+}
+# show_err NAME: the stderr of run_ap NAME as TAP diagnostics
+show_err() { sed 's/^/#   /' "$TMP/$1.err" | head -20; }
+# ap_ok TESTNAME NAME ARGS...: run_ap, then one test that it exited 0
+ap_ok() {
+	local tname=$1
+	shift
+	run_ap "$@"
+	is "$tname exits 0" "$AP_RC" 0
+	[ "$AP_RC" = 0 ] || show_err "$1"
+}
+
+# folded_total FOLDED: sum of all weights
+folded_total() { awk '{ t += $NF } END { printf "%.0f\n", t }' "$1"; }
+# stack_weight FOLDED ERE: total weight of lines whose stack (the line less its
+# weight, `comm;f1;f2...`) matches ERE; e.g. ';wait_on_pipe;.*pipe_read_\[k\]'
+stack_weight() {
+	RE="$2" awk '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); if (s ~ ENVIRON["RE"]) t += w }
+		END { printf "%.0f\n", t }' "$1"
+}
+# leaf_weight FOLDED FUNC: total weight of stacks whose leaf frame is FUNC
+leaf_weight() { stack_weight "$1" ";$2\$"; }
+# folded_comms FOLDED: the distinct comms (first field), one a line, sorted
+folded_comms() { sed 's/;.*//; s/ [0-9]*$//' "$1" | sort -u; }
+# folded_bad_lines FOLDED: lines that are not `comm;frame;... WEIGHT`
+folded_bad_lines() { grep -Ecv '^[^;]+(;[^;]+)* [0-9]+$' "$1"; }
+# folded_kernel_order_errors FOLDED: lines where a user frame follows a kernel (_[k]) frame
+folded_kernel_order_errors() {
+	awk '{ s = $0; sub(/ [0-9]+$/, "", s); n = split(s, fr, ";"); k = 0
+		for (i = 2; i <= n; i++) { if (fr[i] ~ /_\[k\]$/) k = 1; else if (k) { bad++; break } } }
+		END { print bad + 0 }' "$1"
+}
+# count_frames FOLDED ERE: how many frames (not comms) match ERE, over all lines
+count_frames() {
+	RE="$2" awk '{ s = $0; sub(/ [0-9]+$/, "", s); n = split(s, fr, ";")
+		for (i = 2; i <= n; i++) if (fr[i] ~ ENVIRON["RE"]) c++ }
+		END { print c + 0 }' "$1"
+}
+# kv FILE KEY: the value of KEY=VALUE in FILE (workload result lines)
+kv() { tr ' ' '\n' <"$1" | sed -n "s/^$2=//p" | head -1; }
+# pct PART WHOLE: PART as a percentage of WHOLE (0 when WHOLE is 0)
+pct() { awk -v p="$1" -v w="$2" 'BEGIN { if (w == 0) print 0; else printf "%.2f\n", 100 * p / w }'; }
+# wait_gone PID SECONDS: waits for PID to exit; fails on timeout
+wait_gone() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# make_cgroup: creates a cgroup v2 child (path in CG), removed at exit
+CGROUP2_ROOT=${CGROUP2_ROOT:-/sys/fs/cgroup/unified}
+make_cgroup() {
+	[ -f "$CGROUP2_ROOT/cgroup.procs" ] || skip_all "no cgroup v2 at $CGROUP2_ROOT"
+	CG="$CGROUP2_ROOT/aperture-test.$$"
+	mkdir "$CG" || skip_all "cannot create $CG"
+	at_exit "rmdir '$CG' 2>/dev/null || { sleep 0.5; rmdir '$CG'; }"
+}
+# count_user_frames FOLDED: frames (not comms) that are not kernel (_[k]) frames
+count_user_frames() {
+	awk '{ s = $0; sub(/ [0-9]+$/, "", s); n = split(s, fr, ";")
+		for (i = 2; i <= n; i++) if (fr[i] !~ /_\[k\]$/) c++ }
+		END { print c + 0 }' "$1"
+}

@@ -167,6 +167,7 @@ static int folded_write(const struct profile *p, const char *path, const struct 
 		log_error("cannot write %s: %s", path, strerror(errno));
 		goto out;
 	}
+	errno = 0;
 	for (i = 0; i < n; i++)
 		fprintf(f, "%s %llu\n", lines[i].stack, (unsigned long long)lines[i].weight);
 	if (ferror(f))

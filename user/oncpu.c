@@ -80,7 +80,10 @@ static int oncpu_attach(struct profiler *p)
 			return -errno;
 		attached++;
 	}
-	return attached ? 0 : -ENODEV;
+	if (!attached)
+		return -ENODEV;
+	skel->links.oncpu_exec = bpf_program__attach(skel->progs.oncpu_exec);
+	return skel->links.oncpu_exec ? 0 : -errno;
 }
 
 static void oncpu_close(struct profiler *p)

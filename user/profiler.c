@@ -23,6 +23,7 @@ const char *const stat_names[STAT_MAX] = {
 	[STAT_STACKS_NOMEM] = "stack allocation failed",
 	[STAT_COUNTS_FULL] = "counts map full",
 	[STAT_START_FULL] = "start map full",
+	[STAT_EVENTS_LOST] = "notifications lost",
 	[STAT_NO_COUNTS_MAP] = "no counts map",
 	[STAT_OTHER] = "other errors",
 };

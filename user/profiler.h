@@ -65,6 +65,7 @@ struct profiler {
 	int target_pids_fd;
 	int stacks_fd;
 	int stats_fd;
+	int events_fd;			/* ring buffer of struct aperture_event */
 	int active_fd;			/* ARRAY_OF_MAPS, slot 0 = live counts map */
 	int counts_fd[2];		/* the two generations */
 	int live;			/* index into counts_fd of the live one */
@@ -125,6 +126,7 @@ extern const char *const stat_names[STAT_MAX];
 	(p)->target_pids_fd = bpf_map__fd((skel)->maps.target_pids);		\
 	(p)->stacks_fd = bpf_map__fd((skel)->maps.stacks);			\
 	(p)->stats_fd = bpf_map__fd((skel)->maps.stats);			\
+	(p)->events_fd = bpf_map__fd((skel)->maps.events);			\
 	(p)->active_fd = bpf_map__fd((skel)->maps.active_counts);		\
 	(p)->counts_fd[0] = bpf_map__fd((skel)->maps.counts_0);			\
 	(p)->counts_fd[1] = bpf_map__fd((skel)->maps.counts_1);			\

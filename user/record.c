@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <bpf/libbpf.h>
 #include "cli.h"
 #include "exporter.h"
 #include "profiler.h"
@@ -48,6 +49,7 @@ struct record_run {
 	struct profiler *profs[MAX_PROFILERS];
 	struct profile profiles[MAX_PROFILERS];
 	int nprofs;
+	struct ring_buffer *events;	/* every profiler's notifications */
 	pid_t child;
 	int child_go_fd;		/* write end: the child execs when it closes */
 	uint64_t start_ns;
@@ -349,6 +351,37 @@ static int open_profilers(struct record_run *run)
 	return 0;
 }
 
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct record_run *run = ctx;
+	const struct aperture_event *event = data;
+
+	if (size >= sizeof(*event) && event->type == EVENT_NEW_PROCESS)
+		symbolizer_track(run->sym, event->tgid);	/* gone already: nothing to keep */
+	return 0;
+}
+
+static int open_events(struct record_run *run)
+{
+	for (int i = 0; i < run->nprofs; i++) {
+		int fd = run->profs[i]->events_fd;
+		int err = 0;
+
+		if (!run->events) {
+			run->events = ring_buffer__new(fd, on_event, run, NULL);
+			if (!run->events)
+				err = -errno;
+		} else {
+			err = ring_buffer__add(run->events, fd, on_event, run);
+		}
+		if (err) {
+			log_error("cannot read BPF notifications: %s", strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
 static int snapshot_all(struct record_run *run)
 {
 	for (int i = 0; i < run->nprofs; i++) {
@@ -400,7 +433,6 @@ static int record_loop(struct record_run *run)
 	uint64_t deadline = run->opts.duration_s == 0 ? UINT64_MAX :
 			    run->start_ns + run->opts.duration_s * 1000000000ull;
 	uint64_t next_snapshot = run->start_ns + SNAPSHOT_INTERVAL_NS;
-	struct timespec tick = { 0, 100 * 1000 * 1000 };
 	int err;
 
 	while (!cli_stop) {
@@ -416,7 +448,12 @@ static int record_loop(struct record_run *run)
 				status_line(run, now);
 			next_snapshot += SNAPSHOT_INTERVAL_NS;
 		}
-		nanosleep(&tick, NULL);
+		/* Waits up to 100 ms; wakes early for new processes to track. */
+		err = ring_buffer__poll(run->events, 100);
+		if (err < 0 && err != -EINTR) {
+			log_error("reading BPF notifications: %s", strerror(-err));
+			return err;
+		}
 	}
 	if (tty)
 		fputc('\n', stderr);
@@ -567,6 +604,7 @@ static void run_cleanup(struct record_run *run)
 		profiler_close(run->profs[i]);
 		profile_free(&run->profiles[i]);
 	}
+	ring_buffer__free(run->events);
 	if (run->child_go_fd > 0)
 		close(run->child_go_fd);
 	if (run->child > 0) {
@@ -608,7 +646,7 @@ int record_main(int argc, char **argv)
 		err = EXIT_RUNTIME;
 		goto cleanup;
 	}
-	if (open_profilers(&run)) {
+	if (open_profilers(&run) || open_events(&run)) {
 		err = EXIT_RUNTIME;
 		goto cleanup;
 	}

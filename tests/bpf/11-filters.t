@@ -1,0 +1,52 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# On-CPU filters: --cgroup, system-wide, --include-idle, -U, -K.
+. "$(dirname "$0")/../lib.sh"
+require_root
+require_aperture
+require_workload cpuburn
+
+make_cgroup
+cp "$WL/cpuburn" "$TMP/otherburn"
+bg "$WL/cpuburn" 15 >/dev/null
+in_pid=$BG_PID
+echo "$in_pid" >"$CG/cgroup.procs"
+bg "$TMP/otherburn" 15 >/dev/null
+sleep 0.3
+
+# 1. --cgroup: only the process inside it.
+ap_ok "--cgroup" cg record -F 199 --cgroup "$CG" -d 3 -o "$TMP/cg.folded"
+is "--cgroup: only the cgroup's process" "$(folded_comms "$TMP/cg.folded" | tr '\n' ' ')" "cpuburn "
+ge "--cgroup: samples of it" "$(leaf_weight "$TMP/cg.folded" burn_50)" 100
+
+# 2. System-wide: both burners; no idle task by default.
+ap_ok "system-wide" all record -F 199 -d 2 -o "$TMP/all.folded"
+comms=$(folded_comms "$TMP/all.folded")
+ok "system-wide: cpuburn seen" grep -qx cpuburn <<<"$comms"
+ok "system-wide: otherburn seen" grep -qx otherburn <<<"$comms"
+is "system-wide: no idle task without --include-idle" "$(grep -c '^swapper' <<<"$comms")" 0
+
+# 3. -U: user frames only.
+ap_ok "-U" user record -F 199 -U -p "$in_pid" -d 2 -o "$TMP/user.folded"
+is "-U: no kernel frames" "$(count_frames "$TMP/user.folded" '_\[k\]$')" 0
+ge "-U: burn_50 seen" "$(leaf_weight "$TMP/user.folded" burn_50)" 50
+
+# 4. -K: kernel frames only, on a process that spends its time in the kernel.
+bg dd if=/dev/zero of=/dev/null bs=1M count=100000000 2>/dev/null
+dd_pid=$BG_PID
+sleep 0.3
+ap_ok "-K" kern record -F 199 -K -p "$dd_pid" -d 2 -o "$TMP/kern.folded"
+is "-K: only kernel frames" "$(count_user_frames "$TMP/kern.folded")" 0
+ge "-K: kernel frames seen" "$(count_frames "$TMP/kern.folded" '_\[k\]$')" 20
+ge "-K: dd's kernel stacks seen (weight)" "$(stack_weight "$TMP/kern.folded" '^dd;.*_\[k\]')" 100
+ap_ok "-U on dd" kuser record -F 199 -U -p "$dd_pid" -d 1 -o "$TMP/kuser.folded"
+is "-U on dd: no kernel frames" "$(count_frames "$TMP/kuser.folded" '_\[k\]$')" 0
+
+# 5. --include-idle: with a CPU left idle the idle task shows up.
+kill -9 "$dd_pid" 2>/dev/null
+for p in "${_bg_pids[@]}"; do [ "$p" = "$in_pid" ] || kill -9 "$p" 2>/dev/null; done
+sleep 0.3
+ap_ok "--include-idle" idle record -F 199 --include-idle -d 2 -o "$TMP/idle.folded"
+ge "--include-idle: idle task seen" "$(stack_weight "$TMP/idle.folded" '^swapper')" 50
+
+done_testing

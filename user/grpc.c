@@ -1,0 +1,825 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gRPC over nghttp2, h2c with prior knowledge.  See grpc.h.
+ *
+ * One socket per channel, non-blocking, driven by poll() only while a call is
+ * in progress.  Each message on the wire is prefixed by 5 bytes: a compression
+ * flag (always 0 here: we never advertise grpc-accept-encoding) and a
+ * big-endian length.  The status comes in trailers (grpc-status, grpc-message)
+ * or, when the server fails the call at once, in a trailers-only response.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <nghttp2/nghttp2.h>
+#include "grpc.h"
+#include "util.h"
+
+#define GRPC_PREFIX_LEN 5
+#define GRPC_MAX_RECV (16u << 20)	/* largest response we accept */
+#define GRPC_SEND_HIGH_WATER (1u << 20)	/* stream_send pumps above this */
+#define GRPC_WINDOW (4u << 20)
+
+struct grpc_call {
+	struct grpc_channel *ch;
+	int32_t stream_id;
+	uint64_t deadline_ns;
+	/* Request body: framed messages not yet handed to nghttp2. */
+	uint8_t *out;
+	size_t out_len, out_off, out_cap;
+	bool half_closed;
+	bool deferred;			/* the data provider is waiting for more */
+	/* Response. */
+	struct grpc_buf in;		/* DATA bytes, still framed */
+	int http_status;
+	int grpc_status;		/* -1 until a grpc-status header came */
+	char grpc_message[256];
+	int local_code;			/* -1, or a code we decided here */
+	char local_message[256];
+	bool closed;			/* the stream is closed */
+	uint32_t close_error;		/* HTTP/2 error code it closed with */
+};
+
+struct grpc_channel {
+	char *host, *port, *authority, *token;
+	unsigned int connect_timeout_ms;
+	unsigned int backoff_initial_ms, backoff_max_ms, backoff_ms;
+	uint64_t next_attempt_ns;	/* CLOCK_MONOTONIC; no connect before */
+	unsigned int rand_state;
+	int fd;
+	nghttp2_session *session;
+	bool goaway;			/* the server asked us to go: reconnect next call */
+	bool broken;			/* transport failed: reconnect next call */
+	char broken_why[128];
+	struct grpc_call *active;
+};
+
+static const char *const code_names[] = {
+	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+	"ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+	"UNAUTHENTICATED",
+};
+
+const char *grpc_code_name(int code)
+{
+	if (code >= 0 && code < (int)(sizeof(code_names) / sizeof(code_names[0])))
+		return code_names[code];
+	return "UNKNOWN";
+}
+
+void grpc_buf_free(struct grpc_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+static int buf_append(uint8_t **data, size_t *len, size_t *cap, const void *src, size_t n)
+{
+	if (*len + n > *cap) {
+		size_t want = *cap ? *cap : 4096;
+		uint8_t *grown;
+
+		while (want < *len + n)
+			want *= 2;
+		grown = realloc(*data, want);
+		if (!grown)
+			return -ENOMEM;
+		*data = grown;
+		*cap = want;
+	}
+	memcpy(*data + *len, src, n);
+	*len += n;
+	return 0;
+}
+
+static void set_status(struct grpc_status *st, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_status(struct grpc_status *st, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	st->code = code;
+	va_start(ap, fmt);
+	vsnprintf(st->message, sizeof(st->message), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- channel and connection ---- */
+
+static int split_target(const char *target, char **host, char **port)
+{
+	const char *colon, *h = target;
+	size_t hlen;
+
+	if (target[0] == '[') {
+		const char *end = strchr(target, ']');
+
+		if (!end || end[1] != ':')
+			return -EINVAL;
+		h = target + 1;
+		hlen = end - h;
+		colon = end + 1;
+	} else {
+		colon = strrchr(target, ':');
+		if (!colon)
+			return -EINVAL;
+		hlen = colon - target;
+	}
+	if (hlen == 0 || colon[1] == '\0')
+		return -EINVAL;
+	*host = strndup(h, hlen);
+	*port = strdup(colon + 1);
+	if (!*host || !*port) {
+		free(*host);
+		free(*port);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+struct grpc_channel *grpc_channel_new(const struct grpc_opts *opts)
+{
+	struct grpc_channel *ch = xcalloc(1, sizeof(*ch));
+
+	if (!ch)
+		return NULL;
+	ch->fd = -1;
+	if (split_target(opts->target, &ch->host, &ch->port)) {
+		log_error("bad gRPC target '%s' (want HOST:PORT)", opts->target);
+		free(ch);
+		return NULL;
+	}
+	ch->authority = strdup(opts->target);
+	ch->token = opts->token && opts->token[0] ? strdup(opts->token) : NULL;
+	if (!ch->authority || (opts->token && opts->token[0] && !ch->token)) {
+		log_error("out of memory");
+		grpc_channel_free(ch);
+		return NULL;
+	}
+	ch->connect_timeout_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : 5000;
+	ch->backoff_initial_ms = opts->backoff_initial_ms ? opts->backoff_initial_ms : 1000;
+	ch->backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : 30000;
+	if (ch->backoff_max_ms < ch->backoff_initial_ms)
+		ch->backoff_max_ms = ch->backoff_initial_ms;
+	ch->backoff_ms = ch->backoff_initial_ms;
+	ch->rand_state = (unsigned int)(now_ns(CLOCK_REALTIME) ^ getpid());
+	return ch;
+}
+
+static void disconnect(struct grpc_channel *ch)
+{
+	if (ch->session)
+		nghttp2_session_del(ch->session);
+	ch->session = NULL;
+	if (ch->fd >= 0)
+		close(ch->fd);
+	ch->fd = -1;
+	ch->goaway = false;
+	ch->broken = false;
+}
+
+void grpc_channel_free(struct grpc_channel *ch)
+{
+	if (!ch)
+		return;
+	disconnect(ch);
+	free(ch->host);
+	free(ch->port);
+	free(ch->authority);
+	if (ch->token)
+		memset(ch->token, 0, strlen(ch->token));
+	free(ch->token);
+	free(ch);
+}
+
+/* Marks the connection unusable; the next call reconnects. */
+static void mark_broken(struct grpc_channel *ch, const char *why)
+{
+	if (!ch->broken)
+		snprintf(ch->broken_why, sizeof(ch->broken_why), "%s", why);
+	ch->broken = true;
+}
+
+/* Schedules the next connect attempt: backoff * [0.8, 1.2), then grows it 1.6x up to the cap. */
+static void schedule_backoff(struct grpc_channel *ch)
+{
+	uint64_t jitter_pct = 80 + rand_r(&ch->rand_state) % 41;
+	uint64_t delay_ms = ch->backoff_ms * jitter_pct / 100;
+
+	ch->next_attempt_ns = now_ns(CLOCK_MONOTONIC) + delay_ms * 1000000ull;
+	ch->backoff_ms = ch->backoff_ms * 8 / 5;
+	if (ch->backoff_ms > ch->backoff_max_ms)
+		ch->backoff_ms = ch->backoff_max_ms;
+}
+
+static int poll_ms_until(uint64_t deadline_ns)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	if (now >= deadline_ns)
+		return 0;
+	return (int)((deadline_ns - now + 999999) / 1000000);
+}
+
+static int connect_one(const struct addrinfo *ai, uint64_t deadline_ns)
+{
+	int fd, err = 0, one = 1;
+	socklen_t errlen = sizeof(err);
+	struct pollfd pfd;
+
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+		if (errno != EINPROGRESS) {
+			err = -errno;
+			goto fail;
+		}
+		pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
+		for (;;) {
+			int n = poll(&pfd, 1, poll_ms_until(deadline_ns));
+
+			if (n > 0)
+				break;
+			if (n == 0) {
+				err = -ETIMEDOUT;
+				goto fail;
+			}
+			if (errno != EINTR) {
+				err = -errno;
+				goto fail;
+			}
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &errlen) < 0 || err) {
+			err = -(err ? err : errno);
+			goto fail;
+		}
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+fail:
+	close(fd);
+	return err;
+}
+
+static nghttp2_session_callbacks *session_callbacks(void);
+
+static int start_session(struct grpc_channel *ch)
+{
+	nghttp2_settings_entry settings[] = {
+		{ NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
+		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, GRPC_WINDOW },
+	};
+	nghttp2_session_callbacks *cbs = session_callbacks();
+	int rv;
+
+	if (!cbs)
+		return -ENOMEM;
+	rv = nghttp2_session_client_new(&ch->session, cbs, ch);
+	if (rv)
+		return -ENOMEM;
+	rv = nghttp2_submit_settings(ch->session, NGHTTP2_FLAG_NONE, settings,
+				     sizeof(settings) / sizeof(settings[0]));
+	if (!rv)
+		rv = nghttp2_session_set_local_window_size(ch->session, NGHTTP2_FLAG_NONE, 0,
+							   GRPC_WINDOW);
+	return rv ? -EPROTO : 0;
+}
+
+static int pump(struct grpc_channel *ch, uint64_t deadline_ns, bool (*done)(const struct grpc_call *),
+		const struct grpc_call *call);
+
+/* Reads what the server already sent (a GOAWAY, an EOF) without waiting. */
+static void drain_idle(struct grpc_channel *ch)
+{
+	if (ch->fd < 0 || ch->broken)
+		return;
+	pump(ch, 0, NULL, NULL);
+}
+
+/*
+ * Returns GRPC_OK with a usable session, or UNAVAILABLE (with why in @st)
+ * when not connected and either backing off or the connect failed.
+ */
+static int ensure_connected(struct grpc_channel *ch, uint64_t deadline_ns, struct grpc_status *st)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL, *ai;
+	uint64_t now = now_ns(CLOCK_MONOTONIC), conn_deadline;
+	int fd = -ENOENT, rv;
+
+	drain_idle(ch);
+	if (ch->fd >= 0 && !ch->goaway && !ch->broken)
+		return GRPC_OK;
+	if (ch->fd >= 0) {
+		log_info("reconnecting to %s (%s)", ch->authority,
+			 ch->goaway ? "server sent GOAWAY" : ch->broken_why);
+		disconnect(ch);
+	}
+	if (now < ch->next_attempt_ns) {
+		set_status(st, GRPC_UNAVAILABLE, "%s unreachable, next attempt in %.1f s",
+			   ch->authority, (ch->next_attempt_ns - now) / 1e9);
+		return GRPC_UNAVAILABLE;
+	}
+	conn_deadline = now + ch->connect_timeout_ms * 1000000ull;
+	if (deadline_ns && deadline_ns < conn_deadline)
+		conn_deadline = deadline_ns;
+	rv = getaddrinfo(ch->host, ch->port, &hints, &res);
+	if (rv) {
+		set_status(st, GRPC_UNAVAILABLE, "cannot resolve %s: %s", ch->host, gai_strerror(rv));
+		schedule_backoff(ch);
+		return GRPC_UNAVAILABLE;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = connect_one(ai, conn_deadline);
+		if (fd >= 0)
+			break;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		set_status(st, GRPC_UNAVAILABLE, "cannot connect to %s: %s", ch->authority, strerror(-fd));
+		schedule_backoff(ch);
+		return GRPC_UNAVAILABLE;
+	}
+	ch->fd = fd;
+	rv = start_session(ch);
+	if (rv) {
+		disconnect(ch);
+		set_status(st, GRPC_INTERNAL, "cannot start HTTP/2 session: %s", strerror(-rv));
+		return GRPC_INTERNAL;
+	}
+	log_info("connected to %s", ch->authority);
+	return GRPC_OK;
+}
+
+/* ---- nghttp2 callbacks ---- */
+
+static ssize_t on_send(nghttp2_session *session, const uint8_t *data, size_t length, int flags,
+		       void *user_data)
+{
+	struct grpc_channel *ch = user_data;
+	ssize_t n = send(ch->fd, data, length, MSG_NOSIGNAL);
+
+	if (n >= 0)
+		return n;
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		return NGHTTP2_ERR_WOULDBLOCK;
+	mark_broken(ch, strerror(errno));
+	return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+static struct grpc_call *call_of(nghttp2_session *session, int32_t stream_id)
+{
+	return nghttp2_session_get_stream_user_data(session, stream_id);
+}
+
+/* grpc-message is percent-encoded (RFC 3986 style, any byte). */
+static void percent_decode(char *dst, size_t size, const uint8_t *src, size_t len)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < len && o + 1 < size; i++) {
+		if (src[i] == '%' && i + 2 < len) {
+			char hex[3] = { (char)src[i + 1], (char)src[i + 2], 0 };
+			char *end;
+			long v = strtol(hex, &end, 16);
+
+			if (*end == '\0') {
+				dst[o++] = (char)v;
+				i += 2;
+				continue;
+			}
+		}
+		dst[o++] = (char)src[i];
+	}
+	dst[o] = '\0';
+}
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+		     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+		     void *user_data)
+{
+	struct grpc_call *call = call_of(session, frame->hd.stream_id);
+	char num[16];
+
+	if (!call || frame->hd.type != NGHTTP2_HEADERS)
+		return 0;
+	if (namelen == 7 && !memcmp(name, ":status", 7)) {
+		snprintf(num, sizeof(num), "%.*s", (int)valuelen, value);
+		call->http_status = atoi(num);
+	} else if (namelen == 11 && !memcmp(name, "grpc-status", 11)) {
+		snprintf(num, sizeof(num), "%.*s", (int)valuelen, value);
+		call->grpc_status = atoi(num);
+	} else if (namelen == 12 && !memcmp(name, "grpc-message", 12)) {
+		percent_decode(call->grpc_message, sizeof(call->grpc_message), value, valuelen);
+	}
+	return 0;
+}
+
+static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
+			 const uint8_t *data, size_t len, void *user_data)
+{
+	struct grpc_call *call = call_of(session, stream_id);
+
+	if (!call || call->local_code >= 0)
+		return 0;
+	if (call->in.len + len > GRPC_MAX_RECV ||
+	    buf_append(&call->in.data, &call->in.len, &call->in.cap, data, len)) {
+		call->local_code = GRPC_RESOURCE_EXHAUSTED;
+		snprintf(call->local_message, sizeof(call->local_message),
+			 "response larger than %u bytes", GRPC_MAX_RECV);
+		nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+	}
+	return 0;
+}
+
+static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
+			   void *user_data)
+{
+	struct grpc_call *call = call_of(session, stream_id);
+
+	if (call) {
+		call->closed = true;
+		call->close_error = error_code;
+	}
+	return 0;
+}
+
+static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+	struct grpc_channel *ch = user_data;
+
+	if (frame->hd.type == NGHTTP2_GOAWAY) {
+		/* Streams above last_stream_id are closed by nghttp2 with REFUSED_STREAM. */
+		ch->goaway = true;
+		log_info("%s sent GOAWAY (%s, last stream %d)", ch->authority,
+			 nghttp2_http2_strerror(frame->goaway.error_code), frame->goaway.last_stream_id);
+	}
+	return 0;
+}
+
+static nghttp2_session_callbacks *session_callbacks(void)
+{
+	static nghttp2_session_callbacks *cbs;
+
+	if (cbs)
+		return cbs;
+	if (nghttp2_session_callbacks_new(&cbs))
+		return NULL;
+	nghttp2_session_callbacks_set_send_callback(cbs, on_send);
+	nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+	return cbs;
+}
+
+/* ---- the event loop ---- */
+
+/*
+ * Sends what nghttp2 has queued and feeds it what arrives, until @done says
+ * so, the deadline passes (-ETIMEDOUT) or the connection fails (-EPIPE, and
+ * the channel is marked broken).  @done NULL with deadline 0: one
+ * non-blocking round.
+ */
+static int pump(struct grpc_channel *ch, uint64_t deadline_ns, bool (*done)(const struct grpc_call *),
+		const struct grpc_call *call)
+{
+	uint8_t in[16384];
+
+	for (;;) {
+		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+		ssize_t n;
+		int rv;
+
+		if (done && done(call))
+			return 0;
+		rv = nghttp2_session_send(ch->session);
+		if (rv) {
+			mark_broken(ch, nghttp2_strerror(rv));
+			return -EPIPE;
+		}
+		if (done && done(call))
+			return 0;
+		if (!nghttp2_session_want_read(ch->session) && !nghttp2_session_want_write(ch->session)) {
+			mark_broken(ch, "session finished");
+			return -EPIPE;
+		}
+		if (nghttp2_session_want_write(ch->session))
+			pfd.events |= POLLOUT;
+		rv = poll(&pfd, 1, poll_ms_until(deadline_ns));
+		if (rv < 0 && errno == EINTR)
+			continue;
+		if (rv < 0) {
+			mark_broken(ch, strerror(errno));
+			return -EPIPE;
+		}
+		if (rv == 0)
+			return done ? -ETIMEDOUT : 0;
+		if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		n = recv(ch->fd, in, sizeof(in), 0);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0) {
+			mark_broken(ch, n == 0 ? "connection closed by server" : strerror(errno));
+			return -EPIPE;
+		}
+		rv = (int)nghttp2_session_mem_recv(ch->session, in, (size_t)n);
+		if (rv < 0) {
+			mark_broken(ch, nghttp2_strerror(rv));
+			return -EPIPE;
+		}
+	}
+}
+
+static bool call_closed(const struct grpc_call *call)
+{
+	return call->closed;
+}
+
+static bool call_flushed(const struct grpc_call *call)
+{
+	return call->closed || call->out_len - call->out_off < GRPC_SEND_HIGH_WATER;
+}
+
+/* ---- calls ---- */
+
+static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
+			 uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
+{
+	struct grpc_call *call = source->ptr;
+	size_t avail = call->out_len - call->out_off;
+	size_t n = avail < length ? avail : length;
+
+	if (avail == 0 && !call->half_closed) {
+		call->deferred = true;
+		return NGHTTP2_ERR_DEFERRED;
+	}
+	memcpy(buf, call->out + call->out_off, n);
+	call->out_off += n;
+	if (call->out_off == call->out_len) {
+		call->out_off = call->out_len = 0;
+		if (call->half_closed)
+			*data_flags |= NGHTTP2_DATA_FLAG_EOF;
+	}
+	return (ssize_t)n;
+}
+
+#define NV(NAME, VALUE) { (uint8_t *)(NAME), (uint8_t *)(VALUE), sizeof(NAME) - 1, strlen(VALUE), \
+			  NGHTTP2_NV_FLAG_NONE }
+
+static int start_call(struct grpc_channel *ch, const char *path, unsigned int timeout_ms,
+		      struct grpc_call **out, struct grpc_status *st)
+{
+	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + timeout_ms * 1000000ull;
+	char timeout[16];
+	struct grpc_call *call;
+	nghttp2_data_provider body;
+	int code;
+
+	if (ch->active) {
+		set_status(st, GRPC_INTERNAL, "another call is in progress on this channel");
+		return GRPC_INTERNAL;
+	}
+	code = ensure_connected(ch, deadline, st);
+	if (code)
+		return code;
+	call = calloc(1, sizeof(*call));
+	if (!call) {
+		set_status(st, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+		return GRPC_RESOURCE_EXHAUSTED;
+	}
+	call->ch = ch;
+	call->deadline_ns = deadline;
+	call->grpc_status = -1;
+	call->local_code = -1;
+	/* grpc-timeout allows 8 digits: milliseconds cover 27 hours. */
+	snprintf(timeout, sizeof(timeout), "%um", timeout_ms);
+	{
+		nghttp2_nv hdrs[] = {
+			NV(":method", "POST"),
+			NV(":scheme", "http"),
+			NV(":path", path),
+			NV(":authority", ch->authority),
+			NV("content-type", "application/grpc"),
+			NV("te", "trailers"),
+			NV("grpc-timeout", timeout),
+			NV("user-agent", "aperture-grpc/" APERTURE_VERSION),
+			NV("authentication", ch->token ? ch->token : ""),
+		};
+		size_t nhdrs = sizeof(hdrs) / sizeof(hdrs[0]) - (ch->token ? 0 : 1);
+
+		body.source.ptr = call;
+		body.read_callback = read_body;
+		call->stream_id = nghttp2_submit_request(ch->session, NULL, hdrs, nhdrs, &body, call);
+	}
+	if (call->stream_id < 0) {
+		set_status(st, GRPC_UNAVAILABLE, "cannot start stream: %s",
+			   nghttp2_strerror(call->stream_id));
+		mark_broken(ch, nghttp2_strerror(call->stream_id));
+		free(call);
+		return GRPC_UNAVAILABLE;
+	}
+	ch->active = call;
+	*out = call;
+	return GRPC_OK;
+}
+
+static int queue_message(struct grpc_call *call, const void *msg, size_t len)
+{
+	uint8_t prefix[GRPC_PREFIX_LEN] = { 0, (uint8_t)(len >> 24), (uint8_t)(len >> 16),
+					    (uint8_t)(len >> 8), (uint8_t)len };
+
+	if (len > UINT32_MAX)
+		return -E2BIG;
+	if (buf_append(&call->out, &call->out_len, &call->out_cap, prefix, sizeof(prefix)) ||
+	    buf_append(&call->out, &call->out_len, &call->out_cap, msg, len))
+		return -ENOMEM;
+	if (call->deferred) {
+		call->deferred = false;
+		nghttp2_session_resume_data(call->ch->session, call->stream_id);
+	}
+	return 0;
+}
+
+static int http_to_grpc(int http_status)
+{
+	switch (http_status) {
+	case 400: return GRPC_INTERNAL;
+	case 401: return GRPC_UNAUTHENTICATED;
+	case 403: return GRPC_PERMISSION_DENIED;
+	case 404: return GRPC_UNIMPLEMENTED;
+	case 429: case 502: case 503: case 504: return GRPC_UNAVAILABLE;
+	default: return GRPC_UNKNOWN;
+	}
+}
+
+static int close_error_to_grpc(uint32_t error)
+{
+	switch (error) {
+	case NGHTTP2_REFUSED_STREAM: return GRPC_UNAVAILABLE;	/* not processed: safe to retry */
+	case NGHTTP2_CANCEL: return GRPC_CANCELLED;
+	case NGHTTP2_ENHANCE_YOUR_CALM: return GRPC_RESOURCE_EXHAUSTED;
+	case NGHTTP2_INADEQUATE_SECURITY: return GRPC_PERMISSION_DENIED;
+	default: return GRPC_INTERNAL;
+	}
+}
+
+/* Works out the call's status once it ended (or failed with @pumped < 0). */
+static void call_status(struct grpc_call *call, int pumped, struct grpc_status *st)
+{
+	struct grpc_channel *ch = call->ch;
+
+	if (call->local_code >= 0)
+		set_status(st, call->local_code, "%s", call->local_message);
+	else if (call->grpc_status >= 0)
+		set_status(st, call->grpc_status, "%s", call->grpc_message);
+	else if (pumped == -ETIMEDOUT)
+		set_status(st, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+	else if (pumped < 0)
+		set_status(st, GRPC_UNAVAILABLE, "connection to %s lost: %s", ch->authority,
+			   ch->broken_why);
+	else if (call->close_error)
+		set_status(st, close_error_to_grpc(call->close_error), "stream reset by server: %s",
+			   nghttp2_http2_strerror(call->close_error));
+	else if (call->http_status != 200)
+		set_status(st, http_to_grpc(call->http_status), "HTTP status %d", call->http_status);
+	else
+		set_status(st, GRPC_INTERNAL, "response without grpc-status");
+}
+
+/* The one response message, unframed. */
+static int take_reply(struct grpc_call *call, struct grpc_buf *reply, struct grpc_status *st)
+{
+	const uint8_t *p = call->in.data;
+	size_t len;
+
+	if (call->in.len < GRPC_PREFIX_LEN) {
+		set_status(st, GRPC_INTERNAL, "no response message");
+		return st->code;
+	}
+	len = (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
+	if (p[0] != 0 || GRPC_PREFIX_LEN + len > call->in.len) {
+		set_status(st, GRPC_INTERNAL, p[0] ? "compressed response (not requested)" :
+			   "truncated response message");
+		return st->code;
+	}
+	/* Hand the buffer over, moving the message to its start. */
+	memmove(call->in.data, p + GRPC_PREFIX_LEN, len);
+	*reply = call->in;
+	reply->len = len;
+	call->in = (struct grpc_buf){ 0 };
+	return GRPC_OK;
+}
+
+static void end_call(struct grpc_call *call)
+{
+	struct grpc_channel *ch = call->ch;
+
+	if (ch->session && !ch->broken) {
+		if (!call->closed) {
+			nghttp2_submit_rst_stream(ch->session, NGHTTP2_FLAG_NONE, call->stream_id,
+						  NGHTTP2_CANCEL);
+			/* Best effort: let the RST_STREAM out without waiting. */
+			pump(ch, 0, NULL, NULL);
+		}
+		if (ch->session)
+			nghttp2_session_set_stream_user_data(ch->session, call->stream_id, NULL);
+	}
+	ch->active = NULL;
+	grpc_buf_free(&call->in);
+	free(call->out);
+	free(call);
+}
+
+static int finish_call(struct grpc_call *call, struct grpc_buf *reply, struct grpc_status *st)
+{
+	struct grpc_channel *ch = call->ch;
+	int pumped = 0;
+
+	*reply = (struct grpc_buf){ 0 };
+	if (!call->half_closed) {
+		call->half_closed = true;
+		if (call->deferred) {
+			call->deferred = false;
+			nghttp2_session_resume_data(ch->session, call->stream_id);
+		}
+	}
+	if (!ch->broken)
+		pumped = pump(ch, call->deadline_ns, call_closed, call);
+	else
+		pumped = -EPIPE;
+	call_status(call, pumped, st);
+	if (st->code == GRPC_OK)
+		take_reply(call, reply, st);
+	if (st->code != GRPC_UNAVAILABLE && st->code != GRPC_DEADLINE_EXCEEDED)
+		ch->backoff_ms = ch->backoff_initial_ms;	/* the server speaks gRPC */
+	end_call(call);
+	return st->code;
+}
+
+int grpc_unary(struct grpc_channel *ch, const char *path, const void *req, size_t len,
+	       unsigned int timeout_ms, struct grpc_buf *reply, struct grpc_status *st)
+{
+	struct grpc_call *call;
+	int code;
+
+	*reply = (struct grpc_buf){ 0 };
+	code = start_call(ch, path, timeout_ms, &call, st);
+	if (code)
+		return code;
+	if (queue_message(call, req, len)) {
+		end_call(call);
+		set_status(st, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+		return st->code;
+	}
+	return finish_call(call, reply, st);
+}
+
+int grpc_stream_open(struct grpc_channel *ch, const char *path, unsigned int timeout_ms,
+		     struct grpc_call **out, struct grpc_status *st)
+{
+	return start_call(ch, path, timeout_ms, out, st);
+}
+
+int grpc_stream_send(struct grpc_call *call, const void *msg, size_t len)
+{
+	struct grpc_channel *ch = call->ch;
+	int rv;
+
+	if (call->closed || ch->broken)
+		return GRPC_UNAVAILABLE;
+	if (queue_message(call, msg, len)) {
+		call->local_code = GRPC_RESOURCE_EXHAUSTED;
+		snprintf(call->local_message, sizeof(call->local_message), "out of memory");
+		return GRPC_RESOURCE_EXHAUSTED;
+	}
+	if (call->out_len - call->out_off < GRPC_SEND_HIGH_WATER)
+		return GRPC_OK;
+	/* Bound memory: let the socket (and flow control) take the backlog. */
+	rv = pump(ch, call->deadline_ns, call_flushed, call);
+	if (rv == -ETIMEDOUT)
+		return GRPC_DEADLINE_EXCEEDED;
+	if (rv < 0 || call->closed)
+		return GRPC_UNAVAILABLE;
+	return GRPC_OK;
+}
+
+int grpc_stream_finish(struct grpc_call *call, struct grpc_buf *reply, struct grpc_status *st)
+{
+	return finish_call(call, reply, st);
+}

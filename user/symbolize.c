@@ -1,0 +1,698 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Address -> name for kernel and user frames.
+ *
+ * Kernel: /proc/kallsyms, read once on first use.  User: /proc/PID/maps is read
+ * when a process is tracked and kept, so a process that exits later still
+ * symbolizes.  Each executable file is opened then through
+ * /proc/PID/map_files/START-END (deleted files, memfd) or /proc/PID/root/PATH
+ * (other mount namespaces) and cached by (device, inode); its fd stays open
+ * until the first lookup reads its symbols, so a file deleted meanwhile still
+ * works.  Anonymous executable memory is named from the JIT's
+ * /tmp/perf-PID.map.
+ *
+ * Addresses are looked up as given: a caller with return addresses of
+ * non-leaf frames that wants the call site passes addr - 1.
+ * Not thread-safe: one symbolizer per thread, or a lock around it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/sysmacros.h>
+#include "elfsyms.h"
+#include "kallsyms.h"
+#include "strintern.h"
+#include "symbolize.h"
+#include "util.h"
+
+#define PROC_BUCKETS	1024
+#define FILE_BUCKETS	1024
+#define MAX_PROCS	4096		/* least recently used ones are dropped beyond */
+#define MAX_FILES	8192		/* files beyond are named module+0xOFF */
+#define MAX_OPEN_FDS	256		/* beyond, files are read at once and closed */
+#define MAX_JIT_SYMS	(1u << 20)
+#define MAX_NAME_BYTES	(256u << 20)	/* interned names (module+0xOFF, JIT) */
+#define REFRESH_NS	1000000000ull	/* re-read maps on a miss at most once a second */
+#define KERNEL_MIN	0xffff800000000000ull
+#define KERNEL_PATH	"[kernel.kallsyms]"
+#define ANON_PATH	"[anon]"
+#define UNKNOWN		"[unknown]"
+#define DELETED		" (deleted)"
+
+struct elf_file {			/* one file, shared by every process mapping it */
+	struct elf_file *next;		/* hash chain */
+	dev_t dev;
+	ino_t ino;
+	int fd;				/* open until the symbols are read */
+	uint32_t opener;		/* tgid whose root holds its debug files */
+	bool loaded;
+	char *path;			/* without " (deleted)" */
+	struct elf_syms syms;
+};
+
+struct proc_map {			/* one executable mapping of a process */
+	uint64_t start, end, offset;
+	char *path;			/* as in maps; ANON_PATH for anonymous memory */
+	struct elf_file *file;		/* NULL: anonymous, special or unreadable */
+	struct sym_mapping *handed;	/* created on the first lookup in it */
+};
+
+struct proc {
+	struct proc *next;		/* hash chain */
+	uint32_t tgid;
+	uint64_t last_used;		/* symbolizer tick, for eviction */
+	uint64_t refreshed_ns;
+	struct proc_map *maps;		/* sorted by start */
+	size_t nmaps;
+	struct symtab jit;		/* from perf-PID.map */
+};
+
+struct symbolizer {
+	struct proc *procs[PROC_BUCKETS];
+	size_t nprocs;
+	uint64_t tick;
+	struct elf_file *files[FILE_BUCKETS];
+	size_t nfiles, open_fds;
+	struct sym_mapping **mappings;	/* every one handed out, index = id - 1 */
+	size_t nmappings, mappings_cap;
+	struct strintern names;
+	struct kallsyms ksyms;
+	bool kernel_tried, ksyms_ok;
+	struct sym_mapping *kernel_map;
+};
+
+struct symbolizer *symbolizer_new(void)
+{
+	struct symbolizer *sym = xcalloc(1, sizeof(*sym));
+
+	if (sym)
+		strintern_init(&sym->names, MAX_NAME_BYTES);
+	return sym;
+}
+
+/* ---- mappings handed out ---- */
+
+/* Basename without " (deleted)", into @buf. */
+static void path_basename(const char *path, char *buf, size_t len)
+{
+	const char *base = strrchr(path, '/');
+
+	snprintf(buf, len, "%s", base ? base + 1 : path);
+	if (str_ends_with(buf, DELETED))
+		buf[strlen(buf) - strlen(DELETED)] = '\0';
+}
+
+static struct sym_mapping *hand_out(struct symbolizer *sym, const struct sym_mapping *tmpl)
+{
+	char name[NAME_MAX + 1];
+	size_t plen = strlen(tmpl->path) + 1, nlen, blen = strlen(tmpl->build_id) + 1;
+	struct sym_mapping *m, **arr;
+	char *strs;
+
+	path_basename(tmpl->path, name, sizeof(name));
+	nlen = strlen(name) + 1;
+	if (sym->nmappings == sym->mappings_cap) {
+		size_t cap = sym->mappings_cap ? sym->mappings_cap * 2 : 64;
+
+		arr = realloc(sym->mappings, cap * sizeof(*arr));
+		if (!arr)
+			return NULL;
+		sym->mappings = arr;
+		sym->mappings_cap = cap;
+	}
+	/* One allocation: the struct, then path, name and build id. */
+	m = xcalloc(1, sizeof(*m) + plen + nlen + blen);
+	if (!m)
+		return NULL;
+	*m = *tmpl;
+	strs = (char *)(m + 1);
+	m->path = memcpy(strs, tmpl->path, plen);
+	m->name = memcpy(strs + plen, name, nlen);
+	m->build_id = memcpy(strs + plen + nlen, tmpl->build_id, blen);
+	m->id = (uint32_t)sym->nmappings + 1;
+	sym->mappings[sym->nmappings++] = m;
+	return m;
+}
+
+const struct sym_mapping *const *symbolizer_mappings(struct symbolizer *sym, size_t *count)
+{
+	*count = sym->nmappings;
+	return (const struct sym_mapping *const *)sym->mappings;
+}
+
+/* ---- frames ---- */
+
+static void frame_unknown(struct sym_frame *out, uint64_t addr)
+{
+	memset(out, 0, sizeof(*out));
+	out->addr = addr;
+	out->name = UNKNOWN;
+}
+
+/* What to print: the function, else module+0xOFF. */
+static void frame_name(struct symbolizer *sym, struct sym_frame *out)
+{
+	char buf[NAME_MAX + 32];
+
+	if (out->function) {
+		out->name = out->function;
+		return;
+	}
+	if (!out->mapping)
+		return;
+	snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, out->mapping->name, out->module_offset);
+	out->name = strintern(&sym->names, buf);
+	if (!out->name)
+		out->name = out->mapping->name;	/* over the name budget: still never NULL */
+}
+
+static void frame_symbol(struct sym_frame *out, const struct symtab *tab, uint64_t key)
+{
+	const struct sym *s = symtab_find(tab, key);
+
+	if (s) {
+		out->function = symtab_name(tab, s);
+		out->function_offset = key - s->start;
+	}
+}
+
+/* ---- kernel ---- */
+
+static void kernel_init(struct symbolizer *sym)
+{
+	struct sym_mapping tmpl = { .path = KERNEL_PATH, .kernel = true, .end = UINT64_MAX };
+	char build_id[ELFSYMS_BUILD_ID_HEX];
+	int err;
+
+	sym->kernel_tried = true;
+	err = kallsyms_load(&sym->ksyms, "/proc/kallsyms");
+	if (err)
+		log_warn("kernel symbols unavailable (/proc/kallsyms: %s)", strerror(-err));
+	sym->ksyms_ok = !err;
+	kernel_build_id("/sys/kernel/notes", build_id, sizeof(build_id));
+	tmpl.build_id = build_id;
+	tmpl.start = sym->ksyms_ok ? sym->ksyms.text_start : KERNEL_MIN;
+	sym->kernel_map = hand_out(sym, &tmpl);
+}
+
+void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *out)
+{
+	frame_unknown(out, addr);
+	if (!sym->kernel_tried)
+		kernel_init(sym);
+	if (!sym->kernel_map || addr < sym->kernel_map->start)
+		return;
+	out->mapping = sym->kernel_map;
+	out->module_offset = addr;
+	if (sym->ksyms_ok)
+		frame_symbol(out, &sym->ksyms.tab, addr);
+	frame_name(sym, out);
+}
+
+/* ---- files ---- */
+
+static size_t file_bucket(dev_t dev, ino_t ino)
+{
+	return (size_t)((dev * 0x9e3779b97f4a7c15ull) ^ ino) % FILE_BUCKETS;
+}
+
+static struct elf_file *file_find(struct symbolizer *sym, dev_t dev, ino_t ino)
+{
+	struct elf_file *f;
+
+	for (f = sym->files[file_bucket(dev, ino)]; f; f = f->next)
+		if (f->dev == dev && f->ino == ino)
+			return f;
+	return NULL;
+}
+
+static void file_load(struct symbolizer *sym, struct elf_file *f)
+{
+	char root[64];
+	int err;
+
+	if (f->loaded)
+		return;
+	snprintf(root, sizeof(root), "/proc/%u/root", f->opener);
+	err = elf_syms_load(&f->syms, f->fd, f->path, root);
+	if (err)
+		log_info("no symbols from %s: %s", f->path, strerror(-err));
+	close(f->fd);
+	f->fd = -1;
+	sym->open_fds--;
+	f->loaded = true;
+}
+
+/* map_files works for deleted files and memfd; the root path for other namespaces. */
+static int open_mapped(uint32_t tgid, const struct proc_map *m, const char *path)
+{
+	char buf[PATH_MAX + 64];
+	int fd;
+
+	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, m->start, m->end);
+	fd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (snprintf(buf, sizeof(buf), "/proc/%u/root%s", tgid, path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	fd = open(buf, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
+}
+
+static struct elf_file *file_get(struct symbolizer *sym, uint32_t tgid, const struct proc_map *m,
+				 dev_t dev, ino_t ino)
+{
+	struct elf_file *f = file_find(sym, dev, ino);
+	size_t b = file_bucket(dev, ino);
+	char *path;
+	int fd;
+
+	if (f || sym->nfiles >= MAX_FILES)
+		return f;
+	path = xstrdup(m->path);
+	if (!path)
+		return NULL;
+	if (str_ends_with(path, DELETED))
+		path[strlen(path) - strlen(DELETED)] = '\0';
+	fd = open_mapped(tgid, m, path);
+	f = fd >= 0 ? xcalloc(1, sizeof(*f)) : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		free(path);
+		return NULL;
+	}
+	*f = (struct elf_file){ .next = sym->files[b], .dev = dev, .ino = ino, .fd = fd,
+				.opener = tgid, .path = path };
+	sym->files[b] = f;
+	sym->nfiles++;
+	sym->open_fds++;
+	if (sym->open_fds > MAX_OPEN_FDS)
+		file_load(sym, f);
+	return f;
+}
+
+/* ---- /proc/PID/maps ---- */
+
+static void maps_free(struct proc_map *maps, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(maps[i].path);
+	free(maps);
+}
+
+/* Parses one maps line into @m if executable.  1: kept, 0: skipped, <0: error. */
+static int parse_map(struct symbolizer *sym, uint32_t tgid, char *line, struct proc_map *m)
+{
+	unsigned int major, minor;
+	uint64_t ino;
+	char perms[5];
+	int pos = 0;
+
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
+		   &m->start, &m->end, perms, &m->offset, &major, &minor, &ino, &pos) < 7 || !pos)
+		return 0;
+	if (perms[2] != 'x')
+		return 0;
+	line[strcspn(line, "\n")] = '\0';
+	m->path = xstrdup(line[pos] ? line + pos : ANON_PATH);
+	if (!m->path)
+		return -ENOMEM;
+	m->file = NULL;
+	m->handed = NULL;
+	if (m->path[0] == '/' && ino)
+		m->file = file_get(sym, tgid, m, makedev(major, minor), (ino_t)ino);
+	return 1;
+}
+
+static int maps_read(struct symbolizer *sym, uint32_t tgid, struct proc_map **out, size_t *nout)
+{
+	struct proc_map *maps = NULL, *grown;
+	size_t n = 0, cap = 0, lcap = 0;
+	char path[64], *line = NULL;
+	int ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (ret >= 0 && getline(&line, &lcap, f) > 0) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			grown = realloc(maps, cap * sizeof(*maps));
+			if (!grown) {
+				ret = -ENOMEM;
+				break;
+			}
+			maps = grown;
+		}
+		ret = parse_map(sym, tgid, line, &maps[n]);
+		if (ret > 0)
+			n++;
+	}
+	free(line);
+	fclose(f);
+	if (ret >= 0 && !n)
+		ret = -ESRCH;	/* exited (zombie) or a kernel thread */
+	if (ret < 0) {
+		maps_free(maps, n);
+		return ret;
+	}
+	*out = maps;
+	*nout = n;
+	return 0;
+}
+
+static struct proc_map *maps_find(struct proc_map *maps, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < maps[mid].start)
+			hi = mid;
+		else if (addr >= maps[mid].end)
+			lo = mid + 1;
+		else
+			return &maps[mid];
+	}
+	return NULL;
+}
+
+/* A re-read keeps the mappings already handed out for ranges that did not change. */
+static void maps_carry_over(struct proc_map *old, size_t nold, struct proc_map *maps, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct proc_map *o = maps_find(old, nold, maps[i].start);
+
+		if (o && o->start == maps[i].start && o->end == maps[i].end &&
+		    o->offset == maps[i].offset && o->file == maps[i].file &&
+		    !strcmp(o->path, maps[i].path))
+			maps[i].handed = o->handed;
+	}
+}
+
+/* ---- JIT symbols: /tmp/perf-PID.map, "START SIZE name" in hex ---- */
+
+/* The pid as the process sees it (its perf map is named after that one). */
+static uint32_t ns_pid(uint32_t tgid)
+{
+	char path[64], *line = NULL, *last;
+	uint32_t pid = tgid;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return tgid;
+	while (getline(&line, &cap, f) > 0) {
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		last = strrchr(line, '\t');
+		if (last)
+			pid = (uint32_t)strtoul(last + 1, NULL, 10);
+		break;
+	}
+	free(line);
+	fclose(f);
+	return pid ? pid : tgid;
+}
+
+static FILE *perf_map_open(uint32_t tgid)
+{
+	char path[96];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", tgid, ns_pid(tgid));
+	f = fopen(path, "re");
+	if (f)
+		return f;
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", tgid);
+	return fopen(path, "re");
+}
+
+static int perf_map_line(struct symtab *tab, char *line, uint32_t lineno)
+{
+	uint64_t start, size;
+	char *p = line, *end;
+
+	start = strtoull(p, &end, 16);
+	if (end == p)
+		return 0;
+	size = strtoull(p = end, &end, 16);
+	if (end == p)
+		return 0;
+	end += strspn(end, " \t");
+	end[strcspn(end, "\n")] = '\0';
+	if (!*end)
+		return 0;
+	/* A later line for the same address replaces an earlier one (code was recompiled). */
+	return symtab_add(tab, start, size, end, UINT32_MAX - lineno);
+}
+
+static void perf_map_read(struct proc *p)
+{
+	char *line = NULL;
+	uint32_t lineno = 0;
+	size_t cap = 0;
+	FILE *f = perf_map_open(p->tgid);
+
+	if (!f)
+		return;
+	symtab_free(&p->jit);
+	while (getline(&line, &cap, f) > 0 && p->jit.nsyms < MAX_JIT_SYMS)
+		if (perf_map_line(&p->jit, line, ++lineno))
+			break;
+	free(line);
+	fclose(f);
+	symtab_finish(&p->jit);
+}
+
+/* ---- processes ---- */
+
+static struct proc *proc_find(struct symbolizer *sym, uint32_t tgid)
+{
+	struct proc *p;
+
+	for (p = sym->procs[tgid % PROC_BUCKETS]; p; p = p->next)
+		if (p->tgid == tgid)
+			return p;
+	return NULL;
+}
+
+static void proc_free(struct proc *p)
+{
+	maps_free(p->maps, p->nmaps);
+	symtab_free(&p->jit);
+	free(p);
+}
+
+static void proc_unlink(struct symbolizer *sym, struct proc *p)
+{
+	struct proc **pp = &sym->procs[p->tgid % PROC_BUCKETS];
+
+	while (*pp != p)
+		pp = &(*pp)->next;
+	*pp = p->next;
+	sym->nprocs--;
+}
+
+/* Drops the least recently used process (mappings handed out stay valid). */
+static void proc_evict_one(struct symbolizer *sym)
+{
+	struct proc *p, *lru = NULL;
+	size_t b;
+
+	for (b = 0; b < PROC_BUCKETS; b++)
+		for (p = sym->procs[b]; p; p = p->next)
+			if (!lru || p->last_used < lru->last_used)
+				lru = p;
+	if (!lru)
+		return;
+	proc_unlink(sym, lru);
+	proc_free(lru);
+}
+
+static int proc_add(struct symbolizer *sym, uint32_t tgid, struct proc **out)
+{
+	struct proc *p = xcalloc(1, sizeof(*p));
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	p->tgid = tgid;
+	err = maps_read(sym, tgid, &p->maps, &p->nmaps);
+	if (err) {
+		free(p);
+		return err;
+	}
+	perf_map_read(p);
+	p->refreshed_ns = now_ns(CLOCK_MONOTONIC);
+	if (sym->nprocs >= MAX_PROCS)
+		proc_evict_one(sym);
+	p->next = sym->procs[tgid % PROC_BUCKETS];
+	sym->procs[tgid % PROC_BUCKETS] = p;
+	sym->nprocs++;
+	*out = p;
+	return 0;
+}
+
+static struct proc *proc_get(struct symbolizer *sym, uint32_t tgid)
+{
+	struct proc *p = proc_find(sym, tgid);
+
+	if (!p && proc_add(sym, tgid, &p))
+		return NULL;
+	p->last_used = ++sym->tick;
+	return p;
+}
+
+int symbolizer_track(struct symbolizer *sym, uint32_t tgid)
+{
+	return proc_get(sym, tgid) ? 0 : -ESRCH;
+}
+
+/* At most once a second: new code (dlopen, JIT) appears after tracking. */
+static bool proc_may_refresh(struct proc *p)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	if (now - p->refreshed_ns < REFRESH_NS)
+		return false;
+	p->refreshed_ns = now;
+	return true;
+}
+
+/* Re-reads maps; keeps the old ones when the process is gone. */
+static void proc_refresh_maps(struct symbolizer *sym, struct proc *p)
+{
+	struct proc_map *maps;
+	size_t n;
+
+	if (maps_read(sym, p->tgid, &maps, &n))
+		return;
+	maps_carry_over(p->maps, p->nmaps, maps, n);
+	maps_free(p->maps, p->nmaps);
+	p->maps = maps;
+	p->nmaps = n;
+	perf_map_read(p);
+}
+
+/* ---- user frames ---- */
+
+static struct sym_mapping *map_hand_out(struct symbolizer *sym, struct proc_map *m)
+{
+	struct sym_mapping tmpl = {
+		.start = m->start, .end = m->end, .file_offset = m->offset, .path = m->path,
+		.build_id = m->file ? m->file->syms.build_id : "",
+	};
+
+	if (!m->handed)
+		m->handed = hand_out(sym, &tmpl);
+	return m->handed;
+}
+
+static void user_file_frame(struct symbolizer *sym, struct proc_map *m, struct sym_frame *out)
+{
+	uint64_t file_off = out->addr - m->start + m->offset, vaddr;
+
+	file_load(sym, m->file);
+	out->module_offset = file_off;
+	if (elf_syms_vaddr(&m->file->syms, file_off, &vaddr)) {
+		out->module_offset = vaddr;
+		frame_symbol(out, &m->file->syms.tab, vaddr);
+	}
+}
+
+static void user_jit_frame(struct symbolizer *sym, struct proc *p, struct proc_map *m,
+			   struct sym_frame *out)
+{
+	out->module_offset = out->addr - m->start + m->offset;
+	frame_symbol(out, &p->jit, out->addr);
+	if (!out->function && proc_may_refresh(p)) {
+		perf_map_read(p);
+		frame_symbol(out, &p->jit, out->addr);
+	}
+	/* The JIT's table is re-read later: hand out a copy that lives as long as we do. */
+	if (out->function)
+		out->function = strintern(&sym->names, out->function);
+}
+
+void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struct sym_frame *out)
+{
+	struct proc_map *m;
+	struct proc *p;
+
+	frame_unknown(out, addr);
+	p = proc_get(sym, tgid);
+	if (!p)
+		return;
+	m = maps_find(p->maps, p->nmaps, addr);
+	if (!m && proc_may_refresh(p)) {
+		proc_refresh_maps(sym, p);
+		m = maps_find(p->maps, p->nmaps, addr);
+	}
+	if (!m)
+		return;
+	if (m->file)
+		user_file_frame(sym, m, out);
+	else
+		user_jit_frame(sym, p, m, out);
+	out->mapping = map_hand_out(sym, m);
+	frame_name(sym, out);
+}
+
+/* ---- teardown ---- */
+
+static void files_free(struct symbolizer *sym)
+{
+	struct elf_file *f, *next;
+	size_t b;
+
+	for (b = 0; b < FILE_BUCKETS; b++) {
+		for (f = sym->files[b]; f; f = next) {
+			next = f->next;
+			if (f->fd >= 0)
+				close(f->fd);
+			elf_syms_free(&f->syms);
+			free(f->path);
+			free(f);
+		}
+	}
+}
+
+void symbolizer_free(struct symbolizer *sym)
+{
+	struct proc *p, *next;
+	size_t b, i;
+
+	if (!sym)
+		return;
+	for (b = 0; b < PROC_BUCKETS; b++) {
+		for (p = sym->procs[b]; p; p = next) {
+			next = p->next;
+			proc_free(p);
+		}
+	}
+	files_free(sym);
+	for (i = 0; i < sym->nmappings; i++)
+		free(sym->mappings[i]);
+	free(sym->mappings);
+	strintern_free(&sym->names);
+	kallsyms_free(&sym->ksyms);
+	free(sym);
+}
