@@ -5,6 +5,7 @@ VERSION    ?= 0.1.0
 CC         ?= gcc
 CLANG      ?= clang
 BPFTOOL    ?= bpftool
+LLVM_STRIP ?= $(shell command -v llvm-strip || command -v llvm-strip-14 || echo llvm-strip)
 PY3        ?= /usr/bin/python3
 NANOPB_GEN ?= /usr/bin/nanopb_generator.py
 BUILD      := build
@@ -29,6 +30,8 @@ LDLIBS     := -Wl,--start-group -lbpf -lnghttp2 -lprotobuf-nanopb -ldw -lelf -lz
               -lpthread -Wl,--end-group
 
 .DELETE_ON_ERROR:
+# Generated sources and skeletons are kept (no intermediate-file deletion).
+.SECONDARY:
 .PHONY: all deps run test test-unit bench clean vmlinux size
 
 all: aperture
@@ -45,6 +48,8 @@ aperture: $(OBJS)
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/vmlinux.h | $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	@# DWARF is only for debugging; BTF (kept) is what CO-RE and bpftool need.
+	$(LLVM_STRIP) -g $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@

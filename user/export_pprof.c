@@ -300,29 +300,48 @@ static int intern_frame(struct pprof_writer *w, const struct profile_frame *f)
 }
 
 /*
- * User frames of every sample first, root first, so that the first mapping
- * is the main binary of a process as pprof wants; kernel mappings last.
+ * pprof takes mapping[0] for the main binary: number executables first,
+ * then shared objects and [vdso]-like mappings, the kernel last.
  */
-static int intern_frames(struct pprof_writer *w, bool kernel)
+static int mapping_rank(const struct profile_frame *f)
+{
+	const char *name;
+
+	if (f->kernel)
+		return 2;
+	if (!f->sym.mapping)
+		return -1;	/* no mapping to number */
+	name = f->sym.mapping->name ? f->sym.mapping->name : f->sym.mapping->path;
+	return name && (name[0] == '[' || strstr(name, ".so")) ? 1 : 0;
+}
+
+static int intern_frames(struct pprof_writer *w)
 {
 	const struct profile *p = w->p;
 	const struct profile_sample *s;
-	uint32_t i, first, count;
+	uint32_t i, nframes;
+	int64_t id;
 	size_t n;
-	int err;
+	int rank, err;
 
-	for (n = 0; n < p->nsamples; n++) {
-		s = &p->samples[n];
-		if (sample_is_empty(p, s))
-			continue;
-		if (s->nkernel + s->nuser > w->max_frames)
-			w->max_frames = s->nkernel + s->nuser;
-		first = kernel ? 0 : s->nkernel;
-		count = kernel ? s->nkernel : s->nuser;
-		for (i = count; i-- > 0;) {
-			err = intern_frame(w, &s->frames[first + i]);
-			if (err)
-				return err;
+	for (rank = 0; rank <= 3; rank++) {
+		for (n = 0; n < p->nsamples; n++) {
+			s = &p->samples[n];
+			nframes = s->nkernel + s->nuser;
+			if (sample_is_empty(p, s))
+				continue;
+			if (nframes > w->max_frames)
+				w->max_frames = nframes;
+			for (i = 0; i < nframes; i++) {
+				if (rank == 3)
+					err = intern_frame(w, &s->frames[i]);
+				else if (mapping_rank(&s->frames[i]) == rank)
+					err = (id = intern_mapping(w, &s->frames[i])) < 0 ? id : 0;
+				else
+					continue;
+				if (err)
+					return err;
+			}
 		}
 	}
 	return 0;
@@ -355,7 +374,8 @@ static int intern_all(struct pprof_writer *w)
 		    strtab_intern_len(&w->strings, s->comm, strnlen(s->comm, sizeof(s->comm))) < 0)
 			return -ENOMEM;
 	}
-	if ((err = intern_frames(w, false)) || (err = intern_frames(w, true)))
+	err = intern_frames(w);
+	if (err)
 		return err;
 	for (n = 0; n < w->mappings.n; n++) {
 		const struct sym_mapping *m = w->pmaps[n].m;

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Context-switch-heavy benchmark workload: two threads pass one byte back and
+ * forth over a pair of pipes for SECONDS; every round trip blocks each thread
+ * once, i.e. at least two context switches.  Prints round trips per second.
+ *
+ * usage: pingpong SECONDS
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Round trips between clock reads. */
+#define TRIPS_PER_CHECK 256
+
+static int ping[2], pong[2];	/* main -> echo, echo -> main */
+static atomic_int stop;
+
+static double now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static __attribute__((noinline)) int pass_byte(int in, int out)
+{
+	char c = 0;
+
+	if (read(in, &c, 1) != 1)
+		return -1;
+	if (out >= 0 && write(out, &c, 1) != 1)
+		return -1;
+	return 0;
+}
+
+static void *echo_main(void *arg)
+{
+	for (;;) {
+		if (pass_byte(ping[0], -1))
+			break;
+		if (atomic_load(&stop))
+			break;
+		if (write(pong[1], "x", 1) != 1)
+			break;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = argc > 1 ? atof(argv[1]) : 5;
+	uint64_t trips = 0;
+	double start, end, elapsed;
+	pthread_t echo;
+
+	if (seconds <= 0) {
+		fprintf(stderr, "usage: pingpong SECONDS\n");
+		return 2;
+	}
+	if (pipe(ping) || pipe(pong)) {
+		perror("pipe");
+		return 1;
+	}
+	if (pthread_create(&echo, NULL, echo_main, NULL)) {
+		perror("pthread_create");
+		return 1;
+	}
+	start = now_sec();
+	end = start + seconds;
+	do {
+		for (int i = 0; i < TRIPS_PER_CHECK; i++) {
+			if (write(ping[1], "x", 1) != 1 || pass_byte(pong[0], -1)) {
+				perror("pingpong");
+				return 1;
+			}
+		}
+		trips += TRIPS_PER_CHECK;
+	} while (now_sec() < end);
+	elapsed = now_sec() - start;
+	atomic_store(&stop, 1);
+	if (write(ping[1], "x", 1) != 1)	/* wakes the echo thread to see stop */
+		return 1;
+	pthread_join(echo, NULL);
+	printf("trips_per_sec %.0f elapsed %.3f\n", trips / elapsed, elapsed);
+	return 0;
+}

@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: GPL-2.0
+# Symbolizer fixtures and the symtest driver, for tests/unit/symbolize.t.
+# Included by tests/Makefile (cwd tests/, B = build).
+SYM_SRC      := workloads/sym
+SYM_TMP      := $(B)/sym
+SYM_FCFLAGS  := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall
+SYM_CFLAGS   := -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+                -Wno-missing-field-initializers -I../user -I../bpf -D_GNU_SOURCE
+SYM_LIBS     := -ldw -lelf -lz -llzma -lbz2 -lzstd
+# The driver compiles the symbolizer's sources itself: it does not need the
+# rest of the tree (skeletons, generated protobuf code) to build.
+SYM_OBJS     := $(patsubst %,$(SYM_TMP)/%.o,symbolize elfsyms kallsyms symtab strintern util)
+SYM_FIXTURES := $(addprefix $(B)/,apsym_pie libapsym.so apsym_lib apsym_mini apsym_nosym \
+                apsym_dlink apsym_jit)
+
+.PHONY: sym
+all: sym
+sym: $(SYM_FIXTURES) $(B)/symtest
+
+$(SYM_TMP):
+	@mkdir -p $@
+
+$(SYM_TMP)/%.o: ../user/%.c $(wildcard ../user/*.h) | $(SYM_TMP)
+	$(CC) $(SYM_CFLAGS) -c $< -o $@
+
+$(B)/symtest: unit/symtest.c $(SYM_OBJS) | $(B)
+	$(CC) $(SYM_CFLAGS) -o $@ $^ $(SYM_LIBS)
+
+# (1) PIE executable.
+$(B)/apsym_pie: $(SYM_SRC)/hot.c | $(B)
+	$(CC) $(SYM_FCFLAGS) -fPIE -pie -DHOT=apsym_pie_hot -o $@ $<
+
+# (2) an executable waiting in a shared library.
+$(B)/libapsym.so: $(SYM_SRC)/lib.c | $(B)
+	$(CC) $(SYM_FCFLAGS) -fPIC -shared -o $@ $<
+
+$(B)/apsym_lib: $(SYM_SRC)/libmain.c $(B)/libapsym.so | $(B)
+	$(CC) $(SYM_FCFLAGS) -fPIE -pie -o $@ $< -L$(B) -lapsym -Wl,-rpath,'$$ORIGIN'
+
+# (3) stripped, with minidebuginfo built the way Fedora's find-debuginfo does:
+# the function symbols not in .dynsym, in a symbols-only ELF, xz-compressed
+# into .gnu_debugdata.
+$(B)/apsym_mini: $(SYM_SRC)/hot.c | $(B) $(SYM_TMP)
+	$(CC) $(SYM_FCFLAGS) -fPIE -pie -DHOT=apsym_mini_hot -o $(SYM_TMP)/mini.full $<
+	nm -D --defined-only --format=posix $(SYM_TMP)/mini.full | awk '{ print $$1 }' | sort > $(SYM_TMP)/mini.dynsyms
+	nm --defined-only --format=posix $(SYM_TMP)/mini.full | awk '$$2 ~ /^[Tt]$$/ { print $$1 }' | sort > $(SYM_TMP)/mini.funcsyms
+	comm -13 $(SYM_TMP)/mini.dynsyms $(SYM_TMP)/mini.funcsyms > $(SYM_TMP)/mini.keep
+	objcopy --only-keep-debug $(SYM_TMP)/mini.full $(SYM_TMP)/mini.debug
+	objcopy -S --remove-section .gdb_index --remove-section .comment \
+		--keep-symbols=$(SYM_TMP)/mini.keep $(SYM_TMP)/mini.debug $(SYM_TMP)/mini.symbols
+	xz -f $(SYM_TMP)/mini.symbols
+	strip --strip-all -o $(SYM_TMP)/mini.stripped $(SYM_TMP)/mini.full
+	objcopy --add-section .gnu_debugdata=$(SYM_TMP)/mini.symbols.xz $(SYM_TMP)/mini.stripped $@
+
+# A stripped file with nothing to name its functions: frames read module+0xOFF.
+# The unstripped copy stays for the test to compute the expected offset.
+$(B)/apsym_nosym: $(SYM_SRC)/hot.c | $(B) $(SYM_TMP)
+	$(CC) $(SYM_FCFLAGS) -fPIE -pie -DHOT=apsym_nosym_hot -o $(SYM_TMP)/nosym.full $<
+	strip --strip-all -o $@ $(SYM_TMP)/nosym.full
+
+# Stripped, its symbols in apsym_dlink.debug next to it, named by .gnu_debuglink.
+$(B)/apsym_dlink: $(SYM_SRC)/hot.c | $(B) $(SYM_TMP)
+	$(CC) $(SYM_FCFLAGS) -fPIE -pie -DHOT=apsym_dlink_hot -o $(SYM_TMP)/dlink.full $<
+	objcopy --only-keep-debug $(SYM_TMP)/dlink.full $(B)/apsym_dlink.debug
+	strip --strip-all -o $(SYM_TMP)/dlink.stripped $(SYM_TMP)/dlink.full
+	objcopy --add-gnu-debuglink=$(B)/apsym_dlink.debug $(SYM_TMP)/dlink.stripped $@
+
+$(B)/apsym_jit: $(SYM_SRC)/jit.c | $(B)
+	$(CC) $(SYM_FCFLAGS) -o $@ $<

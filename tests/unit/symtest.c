@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Test driver for user/symbolize.c.  Runs the operations on its command line
+ * in order, one output line each:
+ *   track PID            -> "track PID rc=N"
+ *   user PID ADDR        -> "user ADDR name=.. func=.. foff=0x.. map=.. modoff=0x.."
+ *   kernel ADDR          -> "kernel ADDR ..." (same fields)
+ *   kill PID             -> SIGKILL, then waits until it is a zombie or gone
+ *   mappings             -> one "mapping ID kernel=K name=.. build_id=.. path=.." line each
+ * Fields are tab-separated so names may hold spaces.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "symbolize.h"
+
+static void print_frame(const char *op, const struct sym_frame *f)
+{
+	printf("%s 0x%" PRIx64 "\tname=%s\tfunc=%s\tfoff=0x%" PRIx64 "\tmap=%s\tmodoff=0x%" PRIx64 "\n",
+	       op, f->addr, f->name, f->function ? f->function : "-", f->function_offset,
+	       f->mapping ? f->mapping->name : "-", f->module_offset);
+}
+
+/* Gone or a zombie: its maps are empty from now on. */
+static int wait_dead(pid_t pid)
+{
+	char path[64], buf[256], *state;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	for (i = 0; i < 500; i++) {
+		FILE *f = fopen(path, "r");
+		size_t n;
+
+		if (!f)
+			return 0;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		state = strrchr(buf, ')');
+		if (state && state[1] == ' ' && state[2] == 'Z')
+			return 0;
+		usleep(10000);
+	}
+	return -ETIMEDOUT;
+}
+
+static void print_mappings(struct symbolizer *sym)
+{
+	const struct sym_mapping *const *maps;
+	size_t i, n;
+
+	maps = symbolizer_mappings(sym, &n);
+	for (i = 0; i < n; i++)
+		printf("mapping %u\tkernel=%d\tname=%s\tbuild_id=%s\tpath=%s\n", maps[i]->id,
+		       maps[i]->kernel, maps[i]->name, maps[i]->build_id[0] ? maps[i]->build_id : "-",
+		       maps[i]->path);
+}
+
+static int need(int i, int n, int argc, const char *op)
+{
+	if (i + n < argc)
+		return 0;
+	fprintf(stderr, "symtest: %s needs %d argument(s)\n", op, n);
+	return -1;
+}
+
+/* Runs argv[i]; returns how many arguments it used, or -1. */
+static int run_op(struct symbolizer *sym, int argc, char **argv, int i)
+{
+	const char *op = argv[i];
+	struct sym_frame f;
+
+	if (!strcmp(op, "mappings")) {
+		print_mappings(sym);
+		return 0;
+	}
+	if (!strcmp(op, "track") || !strcmp(op, "kill") || !strcmp(op, "kernel")) {
+		unsigned long long v;
+
+		if (need(i, 1, argc, op))
+			return -1;
+		v = strtoull(argv[i + 1], NULL, 0);
+		if (op[0] == 't')
+			printf("track %llu rc=%d\n", v, symbolizer_track(sym, (uint32_t)v));
+		else if (op[0] == 'k' && op[1] == 'i')
+			printf("kill %llu rc=%d\n", v, kill((pid_t)v, SIGKILL) ? -errno : wait_dead((pid_t)v));
+		else {
+			symbolizer_kernel(sym, v, &f);
+			print_frame("kernel", &f);
+		}
+		return 1;
+	}
+	if (!strcmp(op, "user")) {
+		if (need(i, 2, argc, op))
+			return -1;
+		symbolizer_user(sym, (uint32_t)strtoul(argv[i + 1], NULL, 0),
+				strtoull(argv[i + 2], NULL, 0), &f);
+		print_frame("user", &f);
+		return 2;
+	}
+	fprintf(stderr, "symtest: unknown operation %s\n", op);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct symbolizer *sym = symbolizer_new();
+	int i, used, rc = 0;
+
+	if (!sym)
+		return 1;
+	for (i = 1; i < argc; i += used + 1) {
+		used = run_op(sym, argc, argv, i);
+		if (used < 0) {
+			rc = 2;
+			break;
+		}
+		fflush(stdout);
+	}
+	symbolizer_free(sym);
+	return rc;
+}
