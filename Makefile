@@ -41,9 +41,10 @@ deps:
 
 aperture: $(OBJS)
 	@# glibc warns that dlopen (libdw's debuginfod hook) cannot work statically: expected, hidden.
-	$(CC) -static -o $@ $(OBJS) $(LDLIBS) 2> $(BUILD)/link.log || { cat $(BUILD)/link.log; exit 1; }
+	$(CC) -static -o $(BUILD)/aperture.unstripped $(OBJS) $(LDLIBS) 2> $(BUILD)/link.log || { cat $(BUILD)/link.log; exit 1; }
 	@grep -v 'statically linked applications requires at runtime\|in function' $(BUILD)/link.log || true
-	strip $@
+	strip -o $@.tmp $(BUILD)/aperture.unstripped
+	@mv -f $@.tmp $@	# atomic: a running aperture is not disturbed
 	@echo "aperture: $$(stat -c %s $@) bytes, $$(file -b $@ | grep -o 'statically linked')"
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/vmlinux.h | $(BUILD)
@@ -74,7 +75,7 @@ vmlinux:
 
 # The main job on a local default: profile the whole machine for 10 s.
 run: deps aperture
-	./aperture record -d 10 -o profile.pb.gz --also profile.folded,profile.svg --top 15
+	./aperture record -d 10 -o profile.pb.gz -o profile.folded -o profile.svg --top 15
 
 test: deps aperture
 	@$(MAKE) -s -C tests

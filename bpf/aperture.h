@@ -34,6 +34,13 @@ struct aperture_stack {
 	__u64 ips[APERTURE_MAX_DEPTH];
 };
 
+/*
+ * Stack id of a stack that was walked but could not be stored (map full, no
+ * memory): the sample still counts, and user space shows the loss as a frame
+ * instead of passing an incomplete stack off as a whole one.
+ */
+#define APERTURE_STACK_LOST (~0ULL)
+
 /* Aggregation key shared by the on-CPU and off-CPU profilers. */
 struct sample_key {
 	__u32 tgid;

@@ -34,10 +34,14 @@ struct {
 	__type(value, __u8);
 } target_pids SEC(".maps");
 
-/* Resized by the loader before load. */
+/*
+ * Resized by the loader before load.  Preallocated: without it, inserts from
+ * sched_switch (IRQs off) failed with -ENOMEM whenever the allocator's per-CPU
+ * cache ran dry, which lost ~10% of the stacks in short runs.  The price is
+ * max_entries * ~1 KiB of kernel memory up front (16 MiB for 16384).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
 	__type(value, struct aperture_stack);
@@ -136,13 +140,14 @@ static __always_inline __u64 stack_hash(const struct aperture_stack *st)
 		h ^= st->ips[i];
 		h *= 0x100000001b3ULL;
 	}
-	return h ? h : 1;
+	return h == 0 || h == APERTURE_STACK_LOST ? 1 : h;
 }
 
 /*
  * Walks the current stack (user or kernel) into per-CPU scratch, stores it in
- * the stacks map unless it is there already, and returns its id (0 on loss,
- * which is counted).  A 64-bit hash makes two distinct stacks sharing an id
+ * the stacks map unless it is there already, and returns its id: 0 when there
+ * is no stack to walk or the walk failed, APERTURE_STACK_LOST when it could
+ * not be stored; both are counted.  A 64-bit hash makes two distinct stacks sharing an id
  * vanishingly unlikely (p ~ n^2 / 2^65: 3e-10 for 100k stacks).
  */
 static __always_inline __u64 stack_store(void *ctx, bool user)
@@ -167,10 +172,9 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 	id = stack_hash(st);
 	err = bpf_map_update_elem(&stacks, &id, st, BPF_NOEXIST);
 	if (err && err != -EEXIST) {
-		/* -ENOMEM: the no-prealloc map's per-CPU cache ran dry in this context. */
 		stat_inc(err == -E2BIG ? STAT_STACKS_FULL :
 			 err == -ENOMEM ? STAT_STACKS_NOMEM : STAT_OTHER);
-		return 0;
+		return APERTURE_STACK_LOST;
 	}
 	return id;
 }

@@ -20,6 +20,9 @@ sym: $(SYM_FIXTURES) $(B)/symtest
 $(SYM_TMP):
 	@mkdir -p $@
 
+# Rebuilt when the recipes here change.
+$(SYM_FIXTURES): sym.mk
+
 $(SYM_TMP)/%.o: ../user/%.c $(wildcard ../user/*.h) | $(SYM_TMP)
 	$(CC) $(SYM_CFLAGS) -c $< -o $@
 
@@ -30,9 +33,11 @@ $(B)/symtest: unit/symtest.c $(SYM_OBJS) | $(B)
 $(B)/apsym_pie: $(SYM_SRC)/hot.c | $(B)
 	$(CC) $(SYM_FCFLAGS) -fPIE -pie -DHOT=apsym_pie_hot -o $@ $<
 
-# (2) an executable waiting in a shared library.
+# (2) an executable waiting in a shared library.  The library is linked at a
+# non-zero base so that its link-time addresses differ from file offsets: the
+# symbolizer must translate through PT_LOAD to find its symbols.
 $(B)/libapsym.so: $(SYM_SRC)/lib.c | $(B)
-	$(CC) $(SYM_FCFLAGS) -fPIC -shared -o $@ $<
+	$(CC) $(SYM_FCFLAGS) -fPIC -shared -Wl,-Ttext-segment=0x40000 -o $@ $<
 
 $(B)/apsym_lib: $(SYM_SRC)/libmain.c $(B)/libapsym.so | $(B)
 	$(CC) $(SYM_FCFLAGS) -fPIE -pie -o $@ $< -L$(B) -lapsym -Wl,-rpath,'$$ORIGIN'

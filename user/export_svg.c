@@ -21,7 +21,7 @@
 #define FONT_SIZE	12
 #define FONT_WIDTH	0.59	/* average glyph width / font size, Verdana */
 #define XPAD		10
-#define YPAD_TOP	(FONT_SIZE * 3)
+#define YPAD_TOP	(FONT_SIZE * 4)	/* title and subtitle */
 #define YPAD_BOTTOM	(FONT_SIZE * 2 + 10)
 #define MIN_WIDTH_PX	0.1
 

@@ -4,6 +4,7 @@
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
+#include "aperture.h"
 #include "profile.h"
 #include "util.h"
 
@@ -60,21 +61,54 @@ static uint64_t lookup_addr(uint64_t ip, uint32_t depth_index)
 	return depth_index == 0 || ip == 0 ? ip : ip - 1;
 }
 
+/*
+ * The kernel stack of a tracepoint program starts inside the BPF machinery
+ * (bpf_prog_<tag>_<name>, bpf_trace_runN): not the traced code, so dropped.
+ */
+static bool is_bpf_frame(const char *name)
+{
+	return strncmp(name, "bpf_prog_", 9) == 0 || strncmp(name, "bpf_trace_run", 13) == 0 ||
+	       strncmp(name, "__bpf_trace_", 12) == 0;
+}
+
+static void frame_lost(struct profile_frame *f, bool kernel)
+{
+	memset(f, 0, sizeof(*f));
+	f->sym.name = kernel ? "[kernel-stack-lost]" : "[user-stack-lost]";
+	f->kernel = kernel;
+}
+
 static int sample_symbolize(struct profile *p, struct profile_sample *s,
 			    const uint64_t *user_ips, const uint64_t *kernel_ips)
 {
-	uint32_t n = s->nkernel + s->nuser;
+	bool user_lost = s->user_stack_id == APERTURE_STACK_LOST;
+	bool kernel_lost = s->kernel_stack_id == APERTURE_STACK_LOST;
+	uint32_t n, k = 0;
 
+	if (user_lost)
+		s->nuser = 1;
+	if (kernel_lost)
+		s->nkernel = 1;
+	n = s->nkernel + s->nuser;
 	s->frames = n ? calloc(n, sizeof(*s->frames)) : NULL;
 	if (n && !s->frames)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < s->nkernel; i++) {
-		symbolizer_kernel(p->sym, lookup_addr(kernel_ips[i], i), &s->frames[i].sym);
-		s->frames[i].kernel = true;
+	if (kernel_lost)
+		frame_lost(&s->frames[k++], true);
+	for (uint32_t i = 0; i < s->nkernel && !kernel_lost; i++) {
+		struct profile_frame *f = &s->frames[k];
+
+		symbolizer_kernel(p->sym, lookup_addr(kernel_ips[i], i), &f->sym);
+		f->kernel = true;
+		if (k == 0 && is_bpf_frame(f->sym.name))
+			continue;	/* overwritten by the next frame */
+		k++;
 	}
-	for (uint32_t i = 0; i < s->nuser; i++)
-		symbolizer_user(p->sym, s->tgid, lookup_addr(user_ips[i], i),
-				&s->frames[s->nkernel + i].sym);
+	s->nkernel = k;
+	if (user_lost)
+		frame_lost(&s->frames[k++], false);
+	for (uint32_t i = 0; i < s->nuser && !user_lost; i++)
+		symbolizer_user(p->sym, s->tgid, lookup_addr(user_ips[i], i), &s->frames[k++].sym);
 	return 0;
 }
 

@@ -57,7 +57,7 @@ int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 	if (!p->opts.counts_entries)
 		p->opts.counts_entries = 16384;
 	if (!p->opts.stacks_entries)
-		p->opts.stacks_entries = 32768;
+		p->opts.stacks_entries = 16384;
 	p->control_fd = p->target_pids_fd = p->stacks_fd = p->stats_fd = -1;
 	p->active_fd = p->counts_fd[0] = p->counts_fd[1] = -1;
 	err = ops->open(p, &p->opts);
@@ -216,7 +216,7 @@ int profiler_stack(struct profiler *p, uint64_t stack_id, uint64_t *ips, uint32_
 	struct aperture_stack st;
 	uint32_t depth;
 
-	if (!stack_id)
+	if (!stack_id || stack_id == APERTURE_STACK_LOST)
 		return 0;
 	if (bpf_map_lookup_elem(p->stacks_fd, &stack_id, &st))
 		return -errno;
@@ -265,9 +265,9 @@ static int add_record(struct profiler *p, const struct raw_record *rec, void *ar
 		ctx->lost_stacks++;
 	p->ops->to_values(p, rec->values, values);
 	return profile_add(ctx->prof, k->tgid, k->pid, k->comm,
-			   nuser > 0 ? k->user_stack_id : 0, user_ips, nuser > 0 ? nuser : 0,
-			   nkernel > 0 ? k->kernel_stack_id : 0, kernel_ips, nkernel > 0 ? nkernel : 0,
-			   values);
+			   nuser < 0 ? APERTURE_STACK_LOST : k->user_stack_id, user_ips, nuser > 0 ? nuser : 0,
+			   nkernel < 0 ? APERTURE_STACK_LOST : k->kernel_stack_id, kernel_ips,
+			   nkernel > 0 ? nkernel : 0, values);
 }
 
 int profiler_snapshot_into(struct profiler *p, struct profile *prof)

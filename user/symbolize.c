@@ -13,7 +13,9 @@
  *
  * Addresses are looked up as given: a caller with return addresses of
  * non-leaf frames that wants the call site passes addr - 1.
- * Not thread-safe: one symbolizer per thread, or a lock around it.
+ * An address outside every known mapping re-reads maps (dlopen, JIT), at most
+ * once a second per process.  A reused pid keeps the old process's maps until
+ * such a re-read.  Not thread-safe: one symbolizer per thread, or a lock.
  */
 #include <errno.h>
 #include <fcntl.h>

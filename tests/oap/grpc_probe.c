@@ -85,11 +85,16 @@ int main(int argc, char **argv)
 		return 1;
 	for (i = optind + 1; i < argc; i++) {
 		char *op = strtok(argv[i], ":");
-		char *a = strtok(NULL, ":"), *b = strtok(NULL, ":"), *d = strtok(NULL, ":");
+		char *a = strtok(NULL, ":"), *b, *d;
 
-		if (!strcmp(op, "unary") && a)
+		if (!strcmp(op, "unary") && a) {
+			b = strtok(NULL, "");
 			op_unary(ch, a, b ? b : "");
-		else if (!strcmp(op, "stream") && a && b && d)
+			continue;
+		}
+		b = strtok(NULL, ":");
+		d = strtok(NULL, ":");
+		if (!strcmp(op, "stream") && a && b && d)
 			op_stream(ch, a, atoi(b), strtoul(d, NULL, 0));
 		else if (!strcmp(op, "sleep") && a)
 			usleep(atoi(a) * 1000);

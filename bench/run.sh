@@ -1,0 +1,388 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# aperture benchmarks: overhead of aperture next to perf, bpftrace and
+# libbpf-tools' offcputime, measured side by side in interleaved rounds.
+# See bench/README.md for what is measured and how to read the table.
+#
+# Environment knobs: ROUNDS (default 5), D (seconds per workload run, 5),
+# HZ (99), APERTURE (path of the binary, ./aperture).
+# Every command runs under a timeout; the EXIT trap kills what this script
+# started and restores kernel.bpf_stats_enabled.
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+APERTURE=${APERTURE:-$ROOT/aperture}
+ROUNDS=${ROUNDS:-5}
+D=${D:-5}
+HZ=${HZ:-99}
+RSS_SECONDS=10
+BIN=$ROOT/bench/build
+CAP=$((D + 30))		# hard cap on any profiler's own duration
+OFFCPUTIME=
+for c in /usr/sbin/offcputime /usr/sbin/libbpf-tools/offcputime "$(command -v offcputime 2>/dev/null)"; do
+	[ -n "$c" ] && [ -x "$c" ] && { OFFCPUTIME=$c; break; }
+done
+
+W=$(mktemp -d /tmp/aperture-bench.XXXXXX)
+STATS_ORIG=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
+BGPIDS=()
+
+log() { printf '%s\n' "$*" >&2; }
+
+# Kills a process we started and its direct children (timeout's child).
+kill_tree() {
+	local pid=$1 kid
+	for kid in $(pgrep -P "$pid" 2>/dev/null); do
+		kill -KILL "$kid" 2>/dev/null
+	done
+	kill -KILL "$pid" 2>/dev/null
+}
+
+cleanup() {
+	local pid
+	for pid in "${BGPIDS[@]}"; do
+		kill -0 "$pid" 2>/dev/null && kill_tree "$pid"
+	done
+	sysctl -qw kernel.bpf_stats_enabled="$STATS_ORIG" >/dev/null 2>&1
+	rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+have() { [ -n "$1" ] && command -v "$1" >/dev/null 2>&1; }
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "n/a";
+	else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# ---------------------------------------------------------------- building
+build_workloads() {
+	mkdir -p "$BIN"
+	local w
+	for w in cpuwork pingpong; do
+		gcc -O2 -g -fno-omit-frame-pointer -pthread -Wall -o "$BIN/$w" "bench/$w.c" || return 1
+	done
+}
+
+# ---------------------------------------------------------------- profilers
+# profiler_cmd VARIANT OUTPREFIX: prints nothing, sets the array CMD.
+profiler_cmd() {
+	local v=$1 out=$2
+	case $v in
+	aperture)	CMD=("$APERTURE" record -F "$HZ" -d "$CAP" --top 0 -o "$out.folded") ;;
+	aperture-off)	CMD=("$APERTURE" record --offcpu -d "$CAP" --top 0 -o "$out.folded") ;;
+	perf)		CMD=(perf record -q -F "$HZ" -g -a -o "$out.perf.data" -- sleep "$CAP") ;;
+	bpftrace)	CMD=(bpftrace -e "profile:hz:$HZ { @[kstack, ustack, comm] = count(); }
+				interval:s:$CAP { exit(); }") ;;
+	offcputime)	CMD=("$OFFCPUTIME" "$CAP") ;;
+	*)		return 1 ;;
+	esac
+}
+
+# available VARIANT: can this variant run here?
+available() {
+	case $1 in
+	none) return 0 ;;
+	aperture|aperture-off) [ -n "$APERTURE_OK" ] ;;
+	perf) have perf ;;
+	bpftrace) have bpftrace ;;
+	offcputime) [ -n "$OFFCPUTIME" ] ;;
+	esac
+}
+
+# BPF program ids held open by PID or its children (from fdinfo: works
+# without bpftool's pid support, and is not fooled by other people's loaders).
+prog_ids_of() {
+	local p
+	for p in "$1" $(pgrep -P "$1" 2>/dev/null); do
+		grep -hs '^prog_id:' /proc/"$p"/fdinfo/* 2>/dev/null
+	done | awk '{ print $2 }' | sort -un
+}
+
+# wait_ready VARIANT PID: returns once the profiler is sampling, 1 if it died.
+wait_ready() {
+	local v=$1 pid=$2 i
+	for i in $(seq 100); do		# up to 20 s: bpftrace compiles first
+		kill -0 "$pid" 2>/dev/null || return 1
+		if [ "$v" = perf ]; then
+			[ "$i" -ge 5 ] && break
+		elif [ -n "$(prog_ids_of "$pid")" ]; then
+			break
+		fi
+		sleep 0.2
+	done
+	kill -0 "$pid" 2>/dev/null || return 1
+	[ "$v" = perf ] || [ -n "$(prog_ids_of "$pid")" ] || return 1
+	sleep 1		# let attachment finish after the load
+	kill -0 "$pid" 2>/dev/null
+}
+
+# stop_profiler PID: SIGINT (every tool writes its output on it; timeout
+# passes it on to its child's process group), then KILL.
+stop_profiler() {
+	local pid=$1 i
+	kill -INT "$pid" 2>/dev/null
+	for i in $(seq 150); do		# 30 s for symbolizing and writing
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	kill -0 "$pid" 2>/dev/null && { log "bench: profiler $pid did not stop, killing it"; kill_tree "$pid"; }
+	wait "$pid" 2>/dev/null
+}
+
+# bpf_stats_of IDS...: "id name run_time_ns run_cnt" per program.
+bpf_stats_of() {
+	[ $# -gt 0 ] || return 0
+	local ids
+	ids=$(printf '%s,' "$@")
+	timeout 10 bpftool prog show -j 2>/dev/null |
+		jq -r --argjson ids "[${ids%,}]" '.[] | select(.id as $i | $ids | index($i)) |
+			"\(.id) \(.name // "?") \(.run_time_ns // 0) \(.run_cnt // 0)"' 2>/dev/null
+}
+
+# measure VARIANT WORKLOAD STATS: one run; leaves the workload's throughput
+# (or "fail") in $W/rate; with STATS=1 also leaves the profiler's last
+# bpf_stats reading in $W/stats.VARIANT.  Runs in the main shell (not in $(...))
+# so that the EXIT trap knows every process it started.
+measure() {
+	local v=$1 wl=$2 stats=$3 ppid= wpid out=$W/run.$1 ids=() rate
+	if [ "$v" != none ]; then
+		profiler_cmd "$v" "$out" || return 1
+		timeout -k 5 $((CAP + 10)) "${CMD[@]}" >"$out.stdout" 2>"$out.stderr" </dev/null &
+		ppid=$!
+		BGPIDS+=("$ppid")
+		if ! wait_ready "$v" "$ppid"; then
+			log "bench: $v did not start: $(tail -n 2 "$out.stderr" | tr '\n' ' ')"
+			stop_profiler "$ppid"
+			echo fail >"$W/rate"
+			return 0
+		fi
+		mapfile -t ids < <(prog_ids_of "$ppid")
+	fi
+	timeout -k 5 $((D + 20)) "$BIN/$wl" "$D" >"$W/wl.out" 2>&1 &
+	wpid=$!
+	BGPIDS+=("$wpid")
+	while kill -0 "$wpid" 2>/dev/null; do
+		[ "$stats" = 1 ] && [ ${#ids[@]} -gt 0 ] && bpf_stats_of "${ids[@]}" >"$W/stats.tmp" &&
+			[ -s "$W/stats.tmp" ] && mv "$W/stats.tmp" "$W/stats.$v"
+		sleep 0.5
+	done
+	wait "$wpid" 2>/dev/null
+	[ "$stats" = 1 ] && [ ${#ids[@]} -gt 0 ] && bpf_stats_of "${ids[@]}" >"$W/stats.tmp" &&
+		[ -s "$W/stats.tmp" ] && mv "$W/stats.tmp" "$W/stats.$v"
+	[ -n "$ppid" ] && { kill -0 "$ppid" 2>/dev/null || log "bench: $v exited during the run"; stop_profiler "$ppid"; }
+	rm -f "$out".*
+	rate=$(awk '/_per_sec/ { print $2 }' "$W/wl.out")
+	echo "${rate:-fail}" >"$W/rate"
+}
+
+# rounds WORKLOAD VARIANTS...: interleaved rounds, the order rotated each round
+# so that drift and warm-up hit every variant alike. Results go to $W/res.V.
+rounds() {
+	local wl=$1 r i n v rate
+	shift
+	local vs=("$@")
+	n=${#vs[@]}
+	for v in "${vs[@]}"; do : >"$W/res.$v"; done
+	for r in $(seq "$ROUNDS"); do
+		for i in $(seq 0 $((n - 1))); do
+			v=${vs[$(((i + r) % n))]}
+			available "$v" || continue
+			measure "$v" "$wl" 0
+			rate=$(cat "$W/rate")
+			log "bench: $wl round $r $v: $rate"
+			echo "$r $rate" >>"$W/res.$v"
+		done
+	done
+}
+
+# Median of the per-round ratios VARIANT/none: pairs runs close in time.
+ratio_of() {
+	join <(sort "$W/res.$1") <(sort "$W/res.none") 2>/dev/null |
+		awk '$2 != "fail" && $3 != "fail" && $3 > 0 { print $2 / $3 }'
+}
+
+print_table() {
+	local title=$1 unit=$2 v med rs r_med r_min r_max slow
+	shift 2
+	printf '\n%s\n' "$title"
+	printf '  %-14s %14s %10s %18s %10s\n' variant "median $unit" ratio "ratio min..max" slowdown
+	for v in "$@"; do
+		if ! available "$v" || ! grep -qv fail "$W/res.$v" 2>/dev/null; then
+			printf '  %-14s %14s %10s %18s %10s\n' "$v" n/a n/a n/a n/a
+			continue
+		fi
+		med=$(awk '$2 != "fail" { print $2 }' "$W/res.$v" | median)
+		if [ "$v" = none ]; then
+			rs=$(awk '$2 != "fail" { print $2 }' "$W/res.none" | sort -g | awk -v m="$med" '
+				{ v[NR] = $1 } END { printf "%.2f%%", NR ? (v[NR] - v[1]) / m * 100 : 0 }')
+			printf '  %-14s %14.0f %10s %18s %10s   (spread of unprofiled runs: %s)\n' \
+				none "$med" 1 - - "$rs"
+			continue
+		fi
+		rs=$(ratio_of "$v")
+		r_med=$(echo "$rs" | median)
+		r_min=$(echo "$rs" | sort -g | head -n1)
+		r_max=$(echo "$rs" | sort -g | tail -n1)
+		slow=$(awk -v r="$r_med" 'BEGIN { printf "%.2f%%", (1 - r) * 100 }')
+		printf '  %-14s %14.0f %10.4f %18s %10s\n' "$v" "$med" "$r_med" "$r_min..$r_max" "$slow"
+		echo "$r_med" >"$W/ratio.$v"
+	done
+}
+
+# ---------------------------------------------------------------- BPF cost
+# stats_run VARIANT WORKLOAD NAME_REGEX LABEL: one run with bpf_stats on;
+# prints ns/event of the matching program with the most runs.
+stats_run() {
+	local v=$1 wl=$2 re=$3 label=$4 line
+	rm -f "$W/stats.$v"
+	if available "$v" && sysctl -qw kernel.bpf_stats_enabled=1 >/dev/null 2>&1; then
+		measure "$v" "$wl" 1
+		sysctl -qw kernel.bpf_stats_enabled="$STATS_ORIG" >/dev/null 2>&1
+	fi
+	line=$(awk -v re="$re" '$2 ~ re && $4 > 0' "$W/stats.$v" 2>/dev/null | sort -k4,4gr | head -n1)
+	if [ -z "$line" ]; then
+		printf '  %-30s %12s %12s %12s\n' "$label" n/a n/a n/a
+		return
+	fi
+	set -- $line
+	printf '  %-30s %12s %12.0f %12.0f\n' "$label ($2)" "$4" "$(awk -v c="$4" -v d="$D" 'BEGIN { print c / d }')" \
+		"$(awk -v t="$3" -v c="$4" 'BEGIN { print t / c }')"
+	awk -v t="$3" -v c="$4" 'BEGIN { print t / c }' >"$W/ns.$v"
+}
+
+stats_header() {
+	printf '  %-30s %12s %12s %12s\n' program runs "~runs/s" ns/run
+}
+
+# ---------------------------------------------------------------- loader cost
+# rss_run LABEL CMD...: CMD under /usr/bin/time -v while cpuwork runs.
+rss_run() {
+	local label=$1 wpid rss user sys
+	shift
+	if [ ! -x /usr/bin/time ]; then
+		printf '  %-10s %12s %12s %12s\n' "$label" n/a n/a n/a
+		return
+	fi
+	timeout -k 5 $((RSS_SECONDS + 25)) "$BIN/cpuwork" $((RSS_SECONDS + 4)) >/dev/null 2>&1 &
+	wpid=$!
+	BGPIDS+=("$wpid")
+	sleep 0.5
+	timeout -k 5 $((RSS_SECONDS + 40)) /usr/bin/time -v -o "$W/time.txt" "$@" \
+		>"$W/rss.stdout" 2>"$W/rss.stderr" </dev/null
+	kill_tree "$wpid"
+	wait "$wpid" 2>/dev/null
+	rss=$(awk -F: '/Maximum resident set size/ { gsub(/ /, "", $2); print $2 }' "$W/time.txt" 2>/dev/null)
+	user=$(awk -F: '/User time/ { print $2 }' "$W/time.txt" 2>/dev/null)
+	sys=$(awk -F: '/System time/ { print $2 }' "$W/time.txt" 2>/dev/null)
+	if [ -z "$rss" ]; then
+		printf '  %-10s %12s %12s %12s\n' "$label" n/a n/a n/a
+		log "bench: $label under time -v failed: $(tail -n 2 "$W/rss.stderr" | tr '\n' ' ')"
+		return
+	fi
+	printf '  %-10s %12.1f %12.2f %12.2f\n' "$label" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')" \
+		"$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" \
+		"$(awk -v u="$user" -v s="$sys" -v d="$RSS_SECONDS" 'BEGIN { print (u + s) / d * 100 }')"
+	echo "$rss" >"$W/rss.$label"
+	rm -f "$W"/rss.out*
+}
+
+# ---------------------------------------------------------------- goals
+goal() {	# goal VERDICT TEXT
+	printf '  [%s] %s\n' "$1" "$2"
+}
+
+print_goals() {
+	local ap pf rss ns_a ns_o
+	printf '\nGoals\n'
+	ap=$(cat "$W/ratio.aperture" 2>/dev/null)
+	pf=$(cat "$W/ratio.perf" 2>/dev/null)
+	if [ -z "$ap" ]; then
+		goal n/a "on-CPU slowdown < 0.5% at $HZ Hz (aperture did not run)"
+	else
+		goal "$(awk -v r="$ap" 'BEGIN { print (1 - r < 0.005) ? "PASS" : "MISS" }')" \
+			"on-CPU slowdown < 0.5% at $HZ Hz: $(awk -v r="$ap" 'BEGIN { printf "%.2f%%", (1 - r) * 100 }')"
+	fi
+	if [ -z "$ap" ] || [ -z "$pf" ]; then
+		goal n/a "on-CPU slowdown no worse than perf's"
+	else
+		goal "$(awk -v a="$ap" -v p="$pf" 'BEGIN { print (a >= p) ? "PASS" : "MISS" }')" \
+			"on-CPU slowdown no worse than perf's: aperture $(awk -v r="$ap" 'BEGIN { printf "%.2f%%", (1 - r) * 100 }'), perf $(awk -v r="$pf" 'BEGIN { printf "%.2f%%", (1 - r) * 100 }')"
+	fi
+	rss=$(cat "$W/rss.aperture" 2>/dev/null)
+	if [ -z "$rss" ]; then
+		goal n/a "loader peak RSS < 16 MB"
+	else
+		goal "$([ "$rss" -lt 16384 ] && echo PASS || echo MISS)" \
+			"loader peak RSS < 16 MB: $(awk -v k="$rss" 'BEGIN { printf "%.1f MB", k / 1024 }')"
+	fi
+	ns_a=$(cat "$W/ns.aperture-off" 2>/dev/null)
+	ns_o=$(cat "$W/ns.offcputime" 2>/dev/null)
+	if [ -z "$ns_a" ] || [ -z "$ns_o" ]; then
+		goal n/a "off-CPU BPF cost per switch no higher than offcputime's"
+	else
+		goal "$(awk -v a="$ns_a" -v o="$ns_o" 'BEGIN { print (a <= o) ? "PASS" : "MISS" }')" \
+			"off-CPU BPF cost per switch no higher than offcputime's: $(printf '%.0f' "$ns_a") ns vs $(printf '%.0f' "$ns_o") ns"
+	fi
+	printf '  (a ratio difference smaller than the spread of the unprofiled runs is noise)\n'
+}
+
+# ---------------------------------------------------------------- main
+main() {
+	local ncpu
+	ncpu=$(nproc)
+	build_workloads || { log "bench: cannot build the workloads"; exit 1; }
+	have jq || log "bench: jq missing: BPF costs will be n/a"
+	have bpftool || log "bench: bpftool missing: BPF costs will be n/a"
+
+	APERTURE_OK=
+	if [ -x "$APERTURE" ] && timeout -k 5 30 "$APERTURE" record -d 2 -o "$W/check.folded" --top 3 \
+			>"$W/check.out" 2>&1 && [ -s "$W/check.folded" ]; then
+		APERTURE_OK=1
+	else
+		log "bench: $APERTURE does not work, its rows will be n/a: $(tail -n 2 "$W/check.out" 2>/dev/null | tr '\n' ' ')"
+	fi
+
+	printf 'aperture benchmarks: %s CPUs, kernel %s, %s rounds of %s s, %s Hz, load average %s\n' \
+		"$ncpu" "$(uname -r)" "$ROUNDS" "$D" "$HZ" "$(cut -d' ' -f1-3 /proc/loadavg)"
+
+	rounds cpuwork none aperture perf bpftrace
+	print_table "1. On-CPU overhead: cpuwork ($ncpu threads, hash loop), profilers on the whole machine" ops/s \
+		none aperture perf bpftrace
+
+	rounds pingpong none aperture-off offcputime
+	print_table "4. Off-CPU overhead: pingpong (2 threads, pipe round trips)" trips/s \
+		none aperture-off offcputime
+
+	printf '\n2. BPF program cost (kernel.bpf_stats_enabled=1, one run each, workload running)\n'
+	stats_header
+	stats_run aperture cpuwork '^oncpu_sample$' "aperture on-CPU"
+	stats_run bpftrace cpuwork '.' "bpftrace profile"
+	stats_run aperture-off pingpong '^offcpu_switch$' "aperture off-CPU"
+	stats_run offcputime pingpong '^sched_switch' "offcputime"
+
+	printf '\n3. Loader cost: %s s whole machine at %s Hz while cpuwork runs (/usr/bin/time -v)\n' \
+		"$RSS_SECONDS" "$HZ"
+	printf '  %-10s %12s %12s %12s\n' tool "peak RSS MB" "user+sys s" "% of a CPU"
+	if [ -n "$APERTURE_OK" ]; then
+		rss_run aperture "$APERTURE" record -F "$HZ" -d "$RSS_SECONDS" --top 0 -o "$W/rss.out.folded"
+	else
+		printf '  %-10s %12s %12s %12s\n' aperture n/a n/a n/a
+	fi
+	if have perf; then
+		rss_run perf perf record -q -F "$HZ" -g -a -o "$W/rss.out.perf.data" -- sleep "$RSS_SECONDS"
+	else
+		printf '  %-10s %12s %12s %12s\n' perf n/a n/a n/a
+	fi
+	if have bpftrace; then
+		rss_run bpftrace bpftrace -e "profile:hz:$HZ { @[kstack, ustack, comm] = count(); }
+			interval:s:$RSS_SECONDS { exit(); }"
+	else
+		printf '  %-10s %12s %12s %12s\n' bpftrace n/a n/a n/a
+	fi
+
+	print_goals
+}
+
+main "$@"

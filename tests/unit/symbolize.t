@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The symbolizer (user/symbolize.c) through its test driver tests/build/symtest:
+# PIE, shared library, minidebuginfo, debuglink, no symbols, deleted binary,
+# JIT perf map, kernel, unknown addresses; names still right after the
+# process exited; valgrind-clean when valgrind is installed.
+. "$(dirname "$0")/../lib.sh"
+
+SYMTEST="$WL/symtest"
+[ -x "$SYMTEST" ] || skip_all "$SYMTEST not built (make -C tests)"
+for f in apsym_pie apsym_lib apsym_mini apsym_nosym apsym_dlink apsym_jit sym/nosym.full; do
+	[ -e "$WL/$f" ] || skip_all "$WL/$f not built (make -C tests)"
+done
+
+# field LINE KEY: the value of KEY=... in a tab-separated symtest line
+field() { printf '%s\n' "$1" | tr '\t' '\n' | sed -n "s/^$2=//p"; }
+# hex_add HEX N: HEX + N, in 0x-hex
+hex_add() { printf '0x%x' $(( $1 + $2 )); }
+# nm_addr FILE SYMBOL: link-time address of SYMBOL, 0x-hex
+nm_addr() { nm "$1" | awk -v s="$2" '$3 == s { print "0x" $1; exit }'; }
+
+# reap PID: makes sure a fixture is gone
+reap() { kill -9 "$1" 2>/dev/null; }
+
+# start NAME BINARY: runs a fixture, sets PID and ADDR (its hot function) or fails
+start() {
+	local out="$TMP/$1.out" i
+	bg "$2" > "$out"
+	PID=$BG_PID ADDR=
+	disown "$PID"	# symtest kills some: no "Killed" notices from the shell
+	for i in $(seq 100); do
+		ADDR=$(head -n1 "$out" 2>/dev/null)
+		[ -n "$ADDR" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# --- (1) PIE: named while alive, and from the kept state after it exited
+start pie "$WL/apsym_pie" || fail "apsym_pie started"
+A=$(hex_add "$ADDR" 4)
+out=$("$SYMTEST" track "$PID" user "$PID" "$A" user "$PID" 0x10 kill "$PID" user "$PID" "$A" mappings)
+live=$(printf '%s\n' "$out" | grep '^user' | sed -n 1p)
+is "PIE: function name" "$(field "$live" name)" apsym_pie_hot
+is "PIE: offset in function" "$(field "$live" foff)" 0x4
+is "PIE: module offset is the link-time address" "$(field "$live" modoff)" \
+	"$(hex_add "$(nm_addr "$WL/apsym_pie" apsym_pie_hot)" 4)"
+is "PIE: mapping name" "$(field "$live" map)" apsym_pie
+is "address in no mapping" "$(field "$(printf '%s\n' "$out" | grep '^user' | sed -n 2p)" name)" "[unknown]"
+is "PIE: killed" "$(printf '%s\n' "$out" | grep '^kill' | sed 's/.*rc=//')" 0
+reap "$PID"
+dead=$(printf '%s\n' "$out" | grep '^user' | sed -n 3p)
+is "PIE: still named after the process exited" "$(field "$dead" name)" apsym_pie_hot
+want_id=$(readelf -n "$WL/apsym_pie" | awk '/Build ID/ { print $3 }')
+got_id=$(printf '%s\n' "$out" | grep '^mapping' | grep -P '\tname=apsym_pie\t' | head -n1)
+is "PIE: mapping build id" "$(field "$got_id" build_id)" "$want_id"
+ids=$(printf '%s\n' "$out" | awk '/^mapping/ { print $2 }' | tr '\n' ' ')
+is "mapping ids run 1..n" "$ids" "$(seq -s ' ' 1 "$(printf '%s\n' "$out" | grep -c '^mapping')") "
+
+# --- (2) shared library linked at a non-zero base
+start lib "$WL/apsym_lib" || fail "apsym_lib started"
+line=$("$SYMTEST" user "$PID" "$(hex_add "$ADDR" 4)")
+is "shared library: function name" "$(field "$line" name)" apsym_lib_spin
+is "shared library: mapping" "$(field "$line" map)" libapsym.so
+is "shared library: module offset through PT_LOAD" "$(field "$line" modoff)" \
+	"$(hex_add "$(nm_addr "$WL/libapsym.so" apsym_lib_spin)" 4)"
+
+# --- (3) stripped, named from .gnu_debugdata
+start mini "$WL/apsym_mini" || fail "apsym_mini started"
+ok "minidebuginfo fixture has no .symtab" bash -c "! readelf -S '$WL/apsym_mini' | grep -q '\.symtab'"
+line=$("$SYMTEST" user "$PID" "$(hex_add "$ADDR" 4)")
+is "minidebuginfo: function name" "$(field "$line" name)" apsym_mini_hot
+
+# --- stripped, named from the file .gnu_debuglink points to
+start dlink "$WL/apsym_dlink" || fail "apsym_dlink started"
+line=$("$SYMTEST" user "$PID" "$(hex_add "$ADDR" 4)")
+is "debuglink: function name" "$(field "$line" name)" apsym_dlink_hot
+
+# --- a file with no symbols at all: module+0xOFF
+start nosym "$WL/apsym_nosym" || fail "apsym_nosym started"
+line=$("$SYMTEST" user "$PID" "$(hex_add "$ADDR" 4)")
+is "no symbols: module+offset" "$(field "$line" name)" \
+	"apsym_nosym+$(hex_add "$(nm_addr "$WL/sym/nosym.full" apsym_nosym_hot)" 4)"
+
+# --- (4) deleted while running: named live, and after exit from the fd kept at track time
+cp "$WL/apsym_pie" "$TMP/apsym_deleted"
+start deleted "$TMP/apsym_deleted" || fail "apsym_deleted started"
+rm -f "$TMP/apsym_deleted"
+A=$(hex_add "$ADDR" 4)
+line=$("$SYMTEST" user "$PID" "$A")
+is "deleted binary: function name" "$(field "$line" name)" apsym_pie_hot
+is "deleted binary: mapping name" "$(field "$line" map)" apsym_deleted
+line=$("$SYMTEST" track "$PID" kill "$PID" user "$PID" "$A" | grep '^user')
+reap "$PID"
+is "deleted binary, tracked then exited: function name" "$(field "$line" name)" apsym_pie_hot
+
+# --- JIT: anonymous executable memory named by /tmp/perf-PID.map
+start jit "$WL/apsym_jit" || fail "apsym_jit started"
+jit_pid=$PID
+out=$("$SYMTEST" user "$PID" "$(hex_add "$ADDR" 4)" user "$PID" "$(hex_add "$ADDR" 0x104)" user "$PID" "$(hex_add "$ADDR" 0x200)")
+is "JIT: function name" "$(field "$(printf '%s\n' "$out" | sed -n 1p)" name)" apsym_jit_fn
+is "JIT: second function" "$(field "$(printf '%s\n' "$out" | sed -n 2p)" name)" apsym_jit_other
+is "JIT: no symbol" "$(field "$(printf '%s\n' "$out" | sed -n 3p)" name)" "[anon]+0x200"
+reap "$jit_pid"
+rm -f "/tmp/perf-$jit_pid.map"
+
+# --- kernel
+ksched=$(awk '$3 == "schedule" { print "0x" $1; exit }' /proc/kallsyms)
+if [ -z "$ksched" ] || [ "$ksched" = 0x0000000000000000 ]; then
+	diag "no kernel addresses in /proc/kallsyms"
+	fail "kernel: schedule"
+else
+	line=$("$SYMTEST" kernel "$(hex_add "$ksched" 4)")
+	is "kernel: schedule" "$(field "$line" name)" schedule
+	is "kernel: offset" "$(field "$line" foff)" 0x4
+	is "kernel: mapping" "$(field "$line" map)" "[kernel.kallsyms]"
+fi
+is "kernel: address below the kernel" "$(field "$("$SYMTEST" kernel 0x1000)" name)" "[unknown]"
+
+# --- memory: every allocation freed, no invalid access
+if command -v valgrind >/dev/null; then
+	vg() {
+		valgrind -q --error-exitcode=99 --leak-check=full \
+			--errors-for-leak-kinds=definite,indirect,possible \
+			--show-leak-kinds=definite,indirect,possible "$SYMTEST" "$@" > "$TMP/vg.out"
+	}
+	start vg "$WL/apsym_lib" || fail "apsym_lib started"
+	A=$(hex_add "$ADDR" 4)
+	ok "valgrind: clean" vg track "$PID" user "$PID" "$A" kernel "${ksched:-0}" \
+		user "$PID" 0x10 kill "$PID" user "$PID" "$A" mappings
+	reap "$PID"
+	is "valgrind run: named after exit" "$(field "$(grep '^user' "$TMP/vg.out" | tail -n1)" name)" apsym_lib_spin
+else
+	diag "valgrind not installed: memory check skipped"
+fi
+
+done_testing

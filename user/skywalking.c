@@ -1,0 +1,726 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SkyWalking messages with nanopb.  Every string and repeated field is a
+ * callback (see the .options files): the encoders below point them at our
+ * own structs, and the decoders copy what arrives into malloc'd strings.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+#include <pb_decode.h>
+#include <pb_encode.h>
+#include "common/Command.pb.h"
+#include "common/Common.pb.h"
+#include "ebpf/profiling/Process.pb.h"
+#include "ebpf/profiling/Profile.pb.h"
+#include "skywalking.h"
+#include "util.h"
+
+void sw_msgs_free(struct sw_msgs *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].data);
+	free(m->v);
+	memset(m, 0, sizeof(*m));
+}
+
+static int msgs_push(struct sw_msgs *m, struct sw_msg msg)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 16;
+		struct sw_msg *v = realloc(m->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		m->v = v;
+		m->cap = cap;
+	}
+	m->v[m->n++] = msg;
+	m->bytes += msg.len;
+	return 0;
+}
+
+/* Encodes @msg into a fresh buffer (sized first, then written). */
+static int encode(const pb_msgdesc_t *fields, const void *msg, struct sw_msg *out)
+{
+	size_t size;
+
+	out->data = NULL;
+	out->len = 0;
+	if (!pb_get_encoded_size(&size, fields, msg))
+		return -EINVAL;
+	out->data = malloc(size ? size : 1);
+	if (!out->data)
+		return -ENOMEM;
+	pb_ostream_t stream = pb_ostream_from_buffer(out->data, size);
+	if (!pb_encode(&stream, fields, msg)) {
+		log_error("protobuf encoding failed: %s", PB_GET_ERROR(&stream));
+		free(out->data);
+		out->data = NULL;
+		return -EINVAL;
+	}
+	out->len = stream.bytes_written;
+	return 0;
+}
+
+/* ---- generic callbacks ---- */
+
+/* arg: const char *; proto3 leaves empty strings out. */
+static bool enc_str(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
+{
+	const char *s = *arg;
+
+	if (!s || !*s)
+		return true;
+	return pb_encode_tag_for_field(stream, field) &&
+	       pb_encode_string(stream, (const pb_byte_t *)s, strlen(s));
+}
+
+static void set_str(pb_callback_t *cb, const char *s)
+{
+	cb->funcs.encode = enc_str;
+	cb->arg = (void *)s;
+}
+
+/* arg: char **; keeps the last value seen. */
+static bool dec_str(pb_istream_t *stream, const pb_field_t *field, void **arg)
+{
+	char **dst = *arg;
+	size_t len = stream->bytes_left;
+	char *s = malloc(len + 1);
+
+	if (!s)
+		return false;
+	if (!pb_read(stream, (pb_byte_t *)s, len)) {
+		free(s);
+		return false;
+	}
+	s[len] = '\0';
+	free(*dst);
+	*dst = s;
+	return true;
+}
+
+static void want_str(pb_callback_t *cb, char **dst)
+{
+	cb->funcs.decode = dec_str;
+	cb->arg = dst;
+}
+
+struct kv_list {
+	const struct sw_kv *kv;
+	size_t n;
+};
+
+static bool enc_kvs(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
+{
+	const struct kv_list *list = *arg;
+
+	for (size_t i = 0; i < list->n; i++) {
+		skywalking_v3_KeyStringValuePair kv = skywalking_v3_KeyStringValuePair_init_zero;
+
+		set_str(&kv.key, list->kv[i].key);
+		set_str(&kv.value, list->kv[i].value);
+		if (!pb_encode_tag_for_field(stream, field) ||
+		    !pb_encode_submessage(stream, skywalking_v3_KeyStringValuePair_fields, &kv))
+			return false;
+	}
+	return true;
+}
+
+/* ---- processes ---- */
+
+#define PROC_PROPS 4
+
+struct proc_list {
+	struct sw_process *const *procs;
+	size_t n;
+	bool ping;		/* EBPFProcessPingPkg instead of EBPFProcessProperties */
+};
+
+static void entity_of(const struct sw_process *p, skywalking_v3_EBPFProcessEntityMetadata *e)
+{
+	set_str(&e->layer, SW_LAYER_HOST);
+	set_str(&e->serviceName, p->service);
+	set_str(&e->instanceName, p->instance);
+	set_str(&e->processName, p->process_name);
+}
+
+static bool enc_procs(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
+{
+	const struct proc_list *list = *arg;
+
+	for (size_t i = 0; i < list->n; i++) {
+		const struct sw_process *p = list->procs[i];
+		char pid[16];
+		struct sw_kv props[PROC_PROPS] = {
+			{ "host_ip", (char *)p->host_ip },
+			{ "pid", pid },
+			{ "command_line", (char *)p->command_line },
+			{ "support_ebpf_profiling", "true" },
+		};
+		struct kv_list kvs = { props, PROC_PROPS };
+		bool ok;
+
+		snprintf(pid, sizeof(pid), "%u", p->pid);
+		if (!pb_encode_tag_for_field(stream, field))
+			return false;
+		if (list->ping) {
+			skywalking_v3_EBPFProcessPingPkg ping = skywalking_v3_EBPFProcessPingPkg_init_zero;
+
+			ping.has_entityMetadata = true;
+			entity_of(p, &ping.entityMetadata);
+			/* The heartbeat only needs what keeps the process profilable. */
+			kvs.kv = props + PROC_PROPS - 1;
+			kvs.n = 1;
+			ping.properties.funcs.encode = enc_kvs;
+			ping.properties.arg = &kvs;
+			ok = pb_encode_submessage(stream, skywalking_v3_EBPFProcessPingPkg_fields, &ping);
+		} else {
+			skywalking_v3_EBPFProcessProperties props_msg = skywalking_v3_EBPFProcessProperties_init_zero;
+			skywalking_v3_EBPFHostProcessMetadata *h = &props_msg.hostProcess;
+
+			props_msg.has_hostProcess = true;
+			h->has_entity = true;
+			entity_of(p, &h->entity);
+			h->pid = (int32_t)p->pid;
+			h->properties.funcs.encode = enc_kvs;
+			h->properties.arg = &kvs;
+			ok = pb_encode_submessage(stream, skywalking_v3_EBPFProcessProperties_fields, &props_msg);
+		}
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+int sw_encode_report(struct sw_process *const *procs, size_t n, const char *agent_id,
+		     struct sw_msg *out)
+{
+	skywalking_v3_EBPFProcessReportList msg = skywalking_v3_EBPFProcessReportList_init_zero;
+	struct proc_list list = { procs, n, false };
+
+	msg.processes.funcs.encode = enc_procs;
+	msg.processes.arg = &list;
+	set_str(&msg.ebpfAgentID, agent_id);
+	return encode(skywalking_v3_EBPFProcessReportList_fields, &msg, out);
+}
+
+int sw_encode_ping(struct sw_process *const *procs, size_t n, const char *agent_id,
+		   struct sw_msg *out)
+{
+	skywalking_v3_EBPFProcessPingPkgList msg = skywalking_v3_EBPFProcessPingPkgList_init_zero;
+	struct proc_list list = { procs, n, true };
+
+	msg.processes.funcs.encode = enc_procs;
+	msg.processes.arg = &list;
+	set_str(&msg.ebpfAgentID, agent_id);
+	return encode(skywalking_v3_EBPFProcessPingPkgList_fields, &msg, out);
+}
+
+struct entity_strs {
+	char *layer, *service, *instance, *process;
+};
+
+static void want_entity(skywalking_v3_EBPFProcessEntityMetadata *e, struct entity_strs *s)
+{
+	want_str(&e->layer, &s->layer);
+	want_str(&e->serviceName, &s->service);
+	want_str(&e->instanceName, &s->instance);
+	want_str(&e->processName, &s->process);
+}
+
+static void entity_strs_free(struct entity_strs *s)
+{
+	free(s->layer);
+	free(s->service);
+	free(s->instance);
+	free(s->process);
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+struct downstream_ctx {
+	struct sw_process *const *procs;
+	size_t n;
+	int matched;
+	bool oom;
+};
+
+static bool dec_downstream(pb_istream_t *stream, const pb_field_t *field, void **arg)
+{
+	struct downstream_ctx *ctx = *arg;
+	skywalking_v3_EBPFProcessDownstream d = skywalking_v3_EBPFProcessDownstream_init_zero;
+	struct entity_strs e = { 0 };
+	char *process_id = NULL;
+	bool ok;
+
+	want_str(&d.processId, &process_id);
+	want_entity(&d.hostProcess.entityMetadata, &e);
+	ok = pb_decode(stream, skywalking_v3_EBPFProcessDownstream_fields, &d);
+	if (ok && d.has_hostProcess && process_id) {
+		for (size_t i = 0; i < ctx->n; i++) {
+			struct sw_process *p = ctx->procs[i];
+
+			if (p->pid != (uint32_t)d.hostProcess.pid || !str_eq(p->service, e.service) ||
+			    !str_eq(p->instance, e.instance) || !str_eq(p->process_name, e.process))
+				continue;
+			free(p->process_id);
+			p->process_id = strdup(process_id);
+			if (!p->process_id)
+				ctx->oom = true;
+			ctx->matched++;
+		}
+	}
+	free(process_id);
+	entity_strs_free(&e);
+	return ok && !ctx->oom;
+}
+
+int sw_decode_downstream(const uint8_t *buf, size_t len, struct sw_process *const *procs, size_t n)
+{
+	skywalking_v3_EBPFReportProcessDownstream msg = skywalking_v3_EBPFReportProcessDownstream_init_zero;
+	struct downstream_ctx ctx = { procs, n, 0, false };
+	pb_istream_t stream = pb_istream_from_buffer(buf, len);
+
+	msg.processes.funcs.decode = dec_downstream;
+	msg.processes.arg = &ctx;
+	if (!pb_decode(&stream, skywalking_v3_EBPFReportProcessDownstream_fields, &msg))
+		return ctx.oom ? -ENOMEM : -EBADMSG;
+	return ctx.matched;
+}
+
+/* ---- tasks ---- */
+
+int sw_encode_task_query(const char *agent_id, int64_t latest_update_ms, struct sw_msg *out)
+{
+	skywalking_v3_EBPFProfilingTaskQuery msg = skywalking_v3_EBPFProfilingTaskQuery_init_zero;
+
+	set_str(&msg.roverInstanceId, agent_id);
+	msg.latestUpdateTime = latest_update_ms;
+	return encode(skywalking_v3_EBPFProfilingTaskQuery_fields, &msg, out);
+}
+
+static bool dec_arg(pb_istream_t *stream, const pb_field_t *field, void **arg)
+{
+	struct sw_command *c = *arg;
+	skywalking_v3_KeyStringValuePair kv = skywalking_v3_KeyStringValuePair_init_zero;
+	struct sw_kv *args = realloc(c->args, (c->nargs + 1) * sizeof(*args));
+
+	if (!args)
+		return false;
+	c->args = args;
+	args[c->nargs] = (struct sw_kv){ 0 };
+	want_str(&kv.key, &args[c->nargs].key);
+	want_str(&kv.value, &args[c->nargs].value);
+	c->nargs++;
+	return pb_decode(stream, skywalking_v3_KeyStringValuePair_fields, &kv);
+}
+
+static bool dec_command(pb_istream_t *stream, const pb_field_t *field, void **arg)
+{
+	struct sw_commands *cmds = *arg;
+	skywalking_v3_Command msg = skywalking_v3_Command_init_zero;
+	struct sw_command *v = realloc(cmds->v, (cmds->n + 1) * sizeof(*v));
+	struct sw_command *c;
+
+	if (!v)
+		return false;
+	cmds->v = v;
+	c = &v[cmds->n++];
+	*c = (struct sw_command){ 0 };
+	want_str(&msg.command, &c->name);
+	msg.args.funcs.decode = dec_arg;
+	msg.args.arg = c;
+	return pb_decode(stream, skywalking_v3_Command_fields, &msg);
+}
+
+int sw_decode_commands(const uint8_t *buf, size_t len, struct sw_commands *out)
+{
+	skywalking_v3_Commands msg = skywalking_v3_Commands_init_zero;
+	pb_istream_t stream = pb_istream_from_buffer(buf, len);
+
+	*out = (struct sw_commands){ 0 };
+	msg.commands.funcs.decode = dec_command;
+	msg.commands.arg = out;
+	if (!pb_decode(&stream, skywalking_v3_Commands_fields, &msg)) {
+		sw_commands_free(out);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+void sw_commands_free(struct sw_commands *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		for (size_t j = 0; j < c->v[i].nargs; j++) {
+			free(c->v[i].args[j].key);
+			free(c->v[i].args[j].value);
+		}
+		free(c->v[i].args);
+		free(c->v[i].name);
+	}
+	free(c->v);
+	*c = (struct sw_commands){ 0 };
+}
+
+const char *sw_command_arg(const struct sw_command *c, const char *key)
+{
+	for (size_t i = 0; i < c->nargs; i++)
+		if (c->args[i].key && !strcmp(c->args[i].key, key))
+			return c->args[i].value ? c->args[i].value : "";
+	return NULL;
+}
+
+static int parse_i64(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int split_ids(const char *s, struct sw_task *t)
+{
+	char *copy = strdup(s), *save = NULL, *tok;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char **ids;
+
+		while (*tok == ' ')
+			tok++;
+		if (!*tok)
+			continue;
+		ids = realloc(t->process_ids, (t->nprocess_ids + 1) * sizeof(*ids));
+		if (!ids) {
+			err = -ENOMEM;
+			break;
+		}
+		t->process_ids = ids;
+		ids[t->nprocess_ids] = strdup(tok);
+		if (!ids[t->nprocess_ids]) {
+			err = -ENOMEM;
+			break;
+		}
+		t->nprocess_ids++;
+	}
+	free(copy);
+	if (!err && t->nprocess_ids == 0)
+		err = -EINVAL;
+	return err;
+}
+
+static enum sw_target target_of(const char *s)
+{
+	if (!strcmp(s, "ON_CPU"))
+		return SW_TARGET_ON_CPU;
+	if (!strcmp(s, "OFF_CPU"))
+		return SW_TARGET_OFF_CPU;
+	if (!strcmp(s, "NETWORK"))
+		return SW_TARGET_NETWORK;
+	return SW_TARGET_OTHER;
+}
+
+int sw_task_parse(const struct sw_command *c, struct sw_task *t)
+{
+	const char *id = sw_command_arg(c, "TaskId");
+	const char *pids = sw_command_arg(c, "ProcessId");
+	const char *target = sw_command_arg(c, "TargetType");
+	const char *trigger = sw_command_arg(c, "TriggerType");
+	int err;
+
+	*t = (struct sw_task){ 0 };
+	if (!c->name || strcmp(c->name, SW_TASK_COMMAND))
+		return -ENOENT;
+	if (!id || !*id || !pids || !target || !trigger ||
+	    parse_i64(sw_command_arg(c, "TaskUpdateTime"), &t->update_time_ms) ||
+	    parse_i64(sw_command_arg(c, "TaskStartTime"), &t->start_time_ms))
+		return -EINVAL;
+	t->target = target_of(target);
+	/* The duration only matters to FIXED_TIME CPU tasks; NETWORK tasks get theirs elsewhere. */
+	if (parse_i64(sw_command_arg(c, "FixedTriggerDuration"), &t->duration_s) &&
+	    t->target != SW_TARGET_NETWORK)
+		return -EINVAL;
+	t->task_id = strdup(id);
+	t->target_name = strdup(target);
+	t->trigger = strdup(trigger);
+	if (!t->task_id || !t->target_name || !t->trigger) {
+		sw_task_free(t);
+		return -ENOMEM;
+	}
+	err = split_ids(pids, t);
+	if (err)
+		sw_task_free(t);
+	return err;
+}
+
+void sw_task_free(struct sw_task *t)
+{
+	for (size_t i = 0; i < t->nprocess_ids; i++)
+		free(t->process_ids[i]);
+	free(t->process_ids);
+	free(t->task_id);
+	free(t->target_name);
+	free(t->trigger);
+	*t = (struct sw_task){ 0 };
+}
+
+/* ---- profiling data ---- */
+
+/* One distinct stack: the samples merged into it, summed. */
+struct stack_group {
+	const struct profile_sample *first;
+	uint64_t count;		/* samples (on-CPU) or switches (off-CPU) */
+	uint64_t duration_ns;	/* off-CPU */
+};
+
+static const char *frame_name(const struct profile_frame *f)
+{
+	return f->sym.name ? f->sym.name : "[unknown]";
+}
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+	return (h ^ 0xff) * 1099511628211ull;
+}
+
+struct sample_ref {
+	const struct profile_sample *s;
+	uint64_t hash;		/* over nkernel, nuser and every name */
+};
+
+static uint64_t symbols_hash(const struct profile_sample *s)
+{
+	uint64_t h = 14695981039346656037ull ^ ((uint64_t)s->nkernel << 32 | s->nuser);
+
+	for (uint32_t i = 0; i < s->nkernel + s->nuser; i++)
+		h = hash_str(h, frame_name(&s->frames[i]));
+	return h;
+}
+
+/* Orders by symbol lists, so that identical lists end up adjacent. */
+static int ref_cmp(const void *a, const void *b)
+{
+	const struct sample_ref *x = a, *y = b;
+	uint32_t i;
+	int c;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	if (x->s->nkernel != y->s->nkernel)
+		return x->s->nkernel < y->s->nkernel ? -1 : 1;
+	if (x->s->nuser != y->s->nuser)
+		return x->s->nuser < y->s->nuser ? -1 : 1;
+	for (i = 0; i < x->s->nkernel + x->s->nuser; i++) {
+		c = strcmp(frame_name(&x->s->frames[i]), frame_name(&y->s->frames[i]));
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+/* The OAP wants an int32 per stack half; fold our 64-bit id, keeping it positive. */
+static int32_t fold_id(uint64_t id)
+{
+	return (int32_t)((id ^ (id >> 32)) & 0x7fffffff);
+}
+
+struct stack_half {
+	skywalking_v3_EBPFProfilingStackType type;
+	int32_t id;
+	const struct profile_frame *frames;
+	uint32_t n;
+};
+
+static bool enc_symbols(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
+{
+	const struct stack_half *half = *arg;
+
+	for (uint32_t i = 0; i < half->n; i++) {
+		const char *name = frame_name(&half->frames[i]);
+
+		if (!pb_encode_tag_for_field(stream, field) ||
+		    !pb_encode_string(stream, (const pb_byte_t *)name, strlen(name)))
+			return false;
+	}
+	return true;
+}
+
+/* Kernel half first, then user: leaf first within each, as profile frames are. */
+static bool enc_stacks(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
+{
+	const struct profile_sample *s = *arg;
+	struct stack_half halves[2] = {
+		{ skywalking_v3_EBPFProfilingStackType_PROCESS_KERNEL_SPACE, fold_id(s->kernel_stack_id),
+		  s->frames, s->nkernel },
+		{ skywalking_v3_EBPFProfilingStackType_PROCESS_USER_SPACE, fold_id(s->user_stack_id),
+		  s->frames + s->nkernel, s->nuser },
+	};
+
+	for (int i = 0; i < 2; i++) {
+		skywalking_v3_EBPFProfilingStackMetadata meta = skywalking_v3_EBPFProfilingStackMetadata_init_zero;
+
+		if (halves[i].n == 0)
+			continue;
+		meta.stackType = halves[i].type;
+		meta.stackId = halves[i].id;
+		meta.stackSymbols.funcs.encode = enc_symbols;
+		meta.stackSymbols.arg = &halves[i];
+		if (!pb_encode_tag_for_field(stream, field) ||
+		    !pb_encode_submessage(stream, skywalking_v3_EBPFProfilingStackMetadata_fields, &meta))
+			return false;
+	}
+	return true;
+}
+
+static int32_t clamp_i32(uint64_t v)
+{
+	return v > INT32_MAX ? INT32_MAX : (int32_t)v;
+}
+
+static int encode_group(const struct stack_group *g, bool offcpu, const struct sw_task_meta *meta,
+			struct sw_msg *out)
+{
+	skywalking_v3_EBPFProfilingData msg = skywalking_v3_EBPFProfilingData_init_zero;
+	pb_callback_t *stacks;
+
+	if (meta) {
+		msg.has_task = true;
+		set_str(&msg.task.taskId, meta->task_id);
+		set_str(&msg.task.processId, meta->process_id);
+		msg.task.profilingStartTime = meta->start_ms;
+		msg.task.currentTime = meta->current_ms;
+	}
+	if (offcpu) {
+		msg.which_profiling = skywalking_v3_EBPFProfilingData_offCPU_tag;
+		msg.profiling.offCPU.switchCount = clamp_i32(g->count);
+		msg.profiling.offCPU.duration = (int64_t)g->duration_ns;
+		stacks = &msg.profiling.offCPU.stacks;
+	} else {
+		msg.which_profiling = skywalking_v3_EBPFProfilingData_onCPU_tag;
+		msg.profiling.onCPU.dumpCount = clamp_i32(g->count);
+		stacks = &msg.profiling.onCPU.stacks;
+	}
+	stacks->funcs.encode = enc_stacks;
+	stacks->arg = (void *)g->first;
+	return encode(skywalking_v3_EBPFProfilingData_fields, &msg, out);
+}
+
+/* Index of the value with @unit, or @fallback. */
+static int value_index(const struct profile *prof, const char *unit, int fallback)
+{
+	for (int i = 0; i < prof->nvalues && i < PROFILE_MAX_VALUES; i++)
+		if (prof->value_types[i].unit && !strcmp(prof->value_types[i].unit, unit))
+			return i;
+	return fallback;
+}
+
+static bool pid_wanted(uint32_t tgid, const uint32_t *pids, size_t npids)
+{
+	if (npids == 0)
+		return true;
+	for (size_t i = 0; i < npids; i++)
+		if (pids[i] == tgid)
+			return true;
+	return false;
+}
+
+int sw_profile_messages(const struct profile *prof, const uint32_t *pids, size_t npids,
+			const struct sw_task_meta *meta, struct sw_msgs *out, uint64_t *total)
+{
+	bool offcpu = prof->kind && !strcmp(prof->kind, "offcpu");
+	int count_idx = value_index(prof, "count", 0);
+	int ns_idx = value_index(prof, "nanoseconds", 1);
+	struct sample_ref *refs = NULL;
+	size_t nrefs = 0, i, j;
+	int added = 0, err = 0;
+
+	if (total)
+		*total = 0;
+	if (prof->nsamples) {
+		refs = calloc(prof->nsamples, sizeof(*refs));
+		if (!refs)
+			return -ENOMEM;
+	}
+	for (i = 0; i < prof->nsamples; i++) {
+		const struct profile_sample *s = &prof->samples[i];
+
+		if (!pid_wanted(s->tgid, pids, npids) || s->nkernel + s->nuser == 0)
+			continue;
+		refs[nrefs].s = s;
+		refs[nrefs].hash = symbols_hash(s);
+		nrefs++;
+	}
+	qsort(refs, nrefs, sizeof(*refs), ref_cmp);
+	for (i = 0; i < nrefs; i = j) {
+		struct stack_group g = { .first = refs[i].s };
+		struct sw_msg msg;
+
+		for (j = i; j < nrefs && ref_cmp(&refs[i], &refs[j]) == 0; j++) {
+			g.count += refs[j].s->values[count_idx];
+			if (offcpu && ns_idx < PROFILE_MAX_VALUES)
+				g.duration_ns += refs[j].s->values[ns_idx];
+		}
+		if (g.count == 0 && g.duration_ns == 0)
+			continue;
+		err = encode_group(&g, offcpu, added == 0 ? meta : NULL, &msg);
+		if (!err)
+			err = msgs_push(out, msg);
+		if (err) {
+			free(msg.data);
+			break;
+		}
+		if (total)
+			*total += g.count;
+		added++;
+	}
+	free(refs);
+	return err ? err : added;
+}
+
+void sw_uuid(char out[37])
+{
+	uint8_t b[16];
+	size_t got = 0;
+
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+
+		if (n <= 0) {
+			/* Never expected; still produce a distinct id per start. */
+			uint64_t t = now_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32);
+
+			memcpy(b, &t, sizeof(t));
+			t = now_ns(CLOCK_MONOTONIC);
+			memcpy(b + 8, &t, sizeof(t));
+			break;
+		}
+		got += n;
+	}
+	b[6] = (b[6] & 0x0f) | 0x40;	/* version 4 */
+	b[8] = (b[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+		 b[13], b[14], b[15]);
+}

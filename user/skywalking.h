@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Apache SkyWalking eBPF profiling messages (package skywalking.v3): encoding
+ * what an agent sends, decoding what the OAP answers.  nanopb underneath;
+ * callers see plain C structs and encoded byte buffers.
+ */
+#ifndef SKYWALKING_H
+#define SKYWALKING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "profile.h"
+
+#define SW_PATH_REPORT_PROCESSES "/skywalking.v3.EBPFProcessService/reportProcesses"
+#define SW_PATH_KEEP_ALIVE "/skywalking.v3.EBPFProcessService/keepAlive"
+#define SW_PATH_QUERY_TASKS "/skywalking.v3.EBPFProfilingService/queryTasks"
+#define SW_PATH_COLLECT "/skywalking.v3.EBPFProfilingService/collectProfilingData"
+
+#define SW_LAYER_HOST "OS_LINUX"
+#define SW_TASK_COMMAND "EBPFProfilingTaskQuery"
+
+/* One encoded message. */
+struct sw_msg {
+	uint8_t *data;
+	size_t len;
+};
+
+/* A growing list of encoded messages. */
+struct sw_msgs {
+	struct sw_msg *v;
+	size_t n, cap;
+	size_t bytes;		/* sum of len */
+};
+
+void sw_msgs_free(struct sw_msgs *m);
+
+/* A host process as reported to the OAP. */
+struct sw_process {
+	uint32_t pid;
+	const char *service;
+	const char *instance;
+	const char *process_name;
+	const char *command_line;
+	const char *host_ip;
+	char *process_id;	/* the OAP's id, once it answered (malloc'd; owner frees) */
+};
+
+/* EBPFProcessReportList: one hostProcess per process. 0 or -errno. */
+int sw_encode_report(struct sw_process *const *procs, size_t n, const char *agent_id,
+		     struct sw_msg *out);
+/* EBPFProcessPingPkgList. */
+int sw_encode_ping(struct sw_process *const *procs, size_t n, const char *agent_id,
+		   struct sw_msg *out);
+/*
+ * Decodes EBPFReportProcessDownstream and sets process_id of each process
+ * whose pid and entity (service, instance, process name) match an answer.
+ * Returns how many matched, or -EBADMSG / -ENOMEM.
+ */
+int sw_decode_downstream(const uint8_t *buf, size_t len, struct sw_process *const *procs, size_t n);
+
+/* EBPFProfilingTaskQuery. */
+int sw_encode_task_query(const char *agent_id, int64_t latest_update_ms, struct sw_msg *out);
+
+struct sw_kv {
+	char *key;
+	char *value;
+};
+
+struct sw_command {
+	char *name;
+	struct sw_kv *args;
+	size_t nargs;
+};
+
+struct sw_commands {
+	struct sw_command *v;
+	size_t n;
+};
+
+int sw_decode_commands(const uint8_t *buf, size_t len, struct sw_commands *out);
+void sw_commands_free(struct sw_commands *c);
+const char *sw_command_arg(const struct sw_command *c, const char *key);
+
+enum sw_target {
+	SW_TARGET_ON_CPU,
+	SW_TARGET_OFF_CPU,
+	SW_TARGET_NETWORK,
+	SW_TARGET_OTHER,
+};
+
+/* A profiling task as handed out in an EBPFProfilingTaskQuery command. */
+struct sw_task {
+	char *task_id;
+	char **process_ids;
+	size_t nprocess_ids;
+	int64_t update_time_ms;
+	int64_t start_time_ms;
+	int64_t duration_s;		/* FixedTriggerDuration */
+	enum sw_target target;
+	char *target_name;		/* TargetType as sent */
+	char *trigger;			/* TriggerType */
+};
+
+/*
+ * Parses a command; 0, -ENOENT when it is not a profiling task command,
+ * -EINVAL when a required argument is missing or malformed.
+ */
+int sw_task_parse(const struct sw_command *c, struct sw_task *t);
+void sw_task_free(struct sw_task *t);
+
+/* What the first message of a task in a stream carries. */
+struct sw_task_meta {
+	const char *task_id;
+	const char *process_id;
+	int64_t start_ms;
+	int64_t current_ms;
+};
+
+/*
+ * Appends one EBPFProfilingData per distinct symbolized stack among the
+ * samples of @prof whose tgid is in @pids (npids 0: all).  Samples whose
+ * kernel and user symbol lists are identical are merged; stacks whose count
+ * is 0 are left out.  onCPU or offCPU from prof->kind; @meta (may be NULL)
+ * goes on the first message appended.  Returns messages appended or -errno;
+ * @total (may be NULL) gets the sum of the count (samples or switches) sent.
+ */
+int sw_profile_messages(const struct profile *prof, const uint32_t *pids, size_t npids,
+			const struct sw_task_meta *meta, struct sw_msgs *out, uint64_t *total);
+
+/* A random (version 4) UUID, 36 characters + NUL. */
+void sw_uuid(char out[37]);
+
+#endif /* SKYWALKING_H */
