@@ -6,7 +6,7 @@
 # See bench/README.md for what is measured and how to read the table.
 #
 # Environment knobs: ROUNDS (default 5), D (seconds per workload run, 5),
-# HZ (99), APERTURE (path of the binary, ./aperture).
+# HZ (99), RSS_SECONDS (10), APERTURE (path of the binary, ./aperture).
 # Every command runs under a timeout; the EXIT trap kills what this script
 # started and restores kernel.bpf_stats_enabled.
 set -uo pipefail
@@ -17,7 +17,7 @@ APERTURE=${APERTURE:-$ROOT/aperture}
 ROUNDS=${ROUNDS:-5}
 D=${D:-5}
 HZ=${HZ:-99}
-RSS_SECONDS=10
+RSS_SECONDS=${RSS_SECONDS:-10}
 BIN=$ROOT/bench/build
 CAP=$((D + 30))		# hard cap on any profiler's own duration
 OFFCPUTIME=
@@ -108,6 +108,7 @@ wait_ready() {
 		if [ "$v" = perf ]; then
 			[ "$i" -ge 5 ] && break
 		elif [ -n "$(prog_ids_of "$pid")" ]; then
+			READY_T=$(date +%s.%N)
 			break
 		fi
 		sleep 0.2
@@ -170,7 +171,8 @@ measure() {
 	done
 	wait "$wpid" 2>/dev/null
 	[ "$stats" = 1 ] && [ ${#ids[@]} -gt 0 ] && bpf_stats_of "${ids[@]}" >"$W/stats.tmp" &&
-		[ -s "$W/stats.tmp" ] && mv "$W/stats.tmp" "$W/stats.$v"
+		[ -s "$W/stats.tmp" ] && mv "$W/stats.tmp" "$W/stats.$v" &&
+		awk -v a="$READY_T" -v b="$(date +%s.%N)" 'BEGIN { print b - a }' >"$W/stats.$v.secs"
 	[ -n "$ppid" ] && { kill -0 "$ppid" 2>/dev/null || log "bench: $v exited during the run"; stop_profiler "$ppid"; }
 	rm -f "$out".*
 	rate=$(awk '/_per_sec/ { print $2 }' "$W/wl.out")
@@ -226,7 +228,8 @@ print_table() {
 		r_min=$(echo "$rs" | sort -g | head -n1)
 		r_max=$(echo "$rs" | sort -g | tail -n1)
 		slow=$(awk -v r="$r_med" 'BEGIN { printf "%.2f%%", (1 - r) * 100 }')
-		printf '  %-14s %14.0f %10.4f %18s %10s\n' "$v" "$med" "$r_med" "$r_min..$r_max" "$slow"
+		printf '  %-14s %14.0f %10.4f %18s %10s\n' "$v" "$med" "$r_med" \
+			"$(printf '%.4f..%.4f' "$r_min" "$r_max")" "$slow"
 		echo "$r_med" >"$W/ratio.$v"
 	done
 }
@@ -247,7 +250,7 @@ stats_run() {
 		return
 	fi
 	set -- $line
-	printf '  %-30s %12s %12.0f %12.0f\n' "$label ($2)" "$4" "$(awk -v c="$4" -v d="$D" 'BEGIN { print c / d }')" \
+	printf '  %-30s %12s %12.0f %12.0f\n' "$label ($2)" "$4" "$(awk -v c="$4" -v d="$(cat "$W/stats.$v.secs")" 'BEGIN { print d > 0 ? c / d : 0 }')" \
 		"$(awk -v t="$3" -v c="$4" 'BEGIN { print t / c }')"
 	awk -v t="$3" -v c="$4" 'BEGIN { print t / c }' >"$W/ns.$v"
 }
@@ -295,7 +298,7 @@ goal() {	# goal VERDICT TEXT
 
 print_goals() {
 	local ap pf rss ns_a ns_o
-	printf '\nGoals\n'
+	printf '\nGoals (load average at the end: %s)\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 	ap=$(cat "$W/ratio.aperture" 2>/dev/null)
 	pf=$(cat "$W/ratio.perf" 2>/dev/null)
 	if [ -z "$ap" ]; then
@@ -346,6 +349,9 @@ main() {
 
 	printf 'aperture benchmarks: %s CPUs, kernel %s, %s rounds of %s s, %s Hz, load average %s\n' \
 		"$ncpu" "$(uname -r)" "$ROUNDS" "$D" "$HZ" "$(cut -d' ' -f1-3 /proc/loadavg)"
+
+	awk -v n="$ncpu" '$1 > 0.3 * n { exit 1 }' /proc/loadavg ||
+		printf 'WARNING: the machine is not idle (load average above); the ratios below are noisy.\n'
 
 	rounds cpuwork none aperture perf bpftrace
 	print_table "1. On-CPU overhead: cpuwork ($ncpu threads, hash loop), profilers on the whole machine" ops/s \

@@ -50,6 +50,13 @@ struct sample_key {
 	char comm[APERTURE_COMM_LEN];
 };
 
+/* Bit numbers in control.enabled; one per profiler. */
+enum profiler_id {
+	PROFILER_ONCPU = 0,
+	PROFILER_OFFCPU = 1,
+	PROFILER_MAX,
+};
+
 /* Which stacks to take. */
 enum stack_mode {
 	STACK_MODE_BOTH = 0,
@@ -71,7 +78,7 @@ enum offcpu_state {
  */
 struct aperture_control {
 	__u32 layout_version;
-	__u32 enabled;		/* 0: programs return at once */
+	__u32 enabled;		/* bit (1 << enum profiler_id) set: that profiler counts */
 	__u32 filter_pids;	/* 1: only tgids in the target_pids map */
 	__u32 stack_mode;	/* enum stack_mode */
 	__u64 cgroup_id;	/* 0: any cgroup */
@@ -79,6 +86,8 @@ struct aperture_control {
 	__u32 state_mask;	/* off-CPU: enum offcpu_state bits */
 	__u64 min_block_ns;	/* off-CPU: shorter blocks are ignored */
 	__u64 max_block_ns;	/* off-CPU: longer blocks are ignored (0: no limit) */
+	__u32 keep_totals;	/* also add every event to the never-drained totals map */
+	__u32 pad;
 };
 
 /* Loss and activity counters, one per-CPU array slot each. */

@@ -9,6 +9,10 @@
 #include <bpf/bpf_tracing.h>
 #include "aperture.h"
 
+#ifndef PROFILER_ID
+#error "define PROFILER_ID (enum profiler_id) before including common.bpf.h"
+#endif
+
 #ifndef E2BIG
 #define E2BIG 7
 #endif
@@ -91,7 +95,8 @@ static __always_inline struct aperture_control *control_get(void)
 	__u32 zero = 0;
 	struct aperture_control *ctl = bpf_map_lookup_elem(&control, &zero);
 
-	if (!ctl || !ctl->enabled || ctl->layout_version != APERTURE_LAYOUT_VERSION)
+	if (!ctl || !(ctl->enabled & (1u << PROFILER_ID)) ||
+	    ctl->layout_version != APERTURE_LAYOUT_VERSION)
 		return NULL;
 	return ctl;
 }
@@ -222,20 +227,34 @@ struct {
 } active_counts SEC(".maps") = { .values = { &counts_0 } };
 
 /*
- * Returns the value slot for @key in the active counts map, inserting a zeroed
- * one when it is new; NULL (counted) when the map is full.
+ * Cumulative counts, never drained: filled only while control.keep_totals is
+ * set (a pinned daemon), so that `cat` on a pinned iterator and bpftool see
+ * the aggregate since start however often the loader drains the live map.
  */
-static __always_inline void *counts_slot(const struct sample_key *key, const void *zero_value)
+struct counts_map totals SEC(".maps");
+
+static __always_inline void *live_counts(void)
 {
 	__u32 zero = 0;
 	void *counts = bpf_map_lookup_elem(&active_counts, &zero);
+
+	if (!counts)
+		stat_inc(STAT_NO_COUNTS_MAP);
+	return counts;
+}
+
+/*
+ * Returns the value slot for @key in @counts, inserting a zeroed one when it
+ * is new; NULL (counted) when the map is full.
+ */
+static __always_inline void *counts_slot(void *counts, const struct sample_key *key,
+					 const void *zero_value)
+{
 	void *slot;
 	long err;
 
-	if (!counts) {
-		stat_inc(STAT_NO_COUNTS_MAP);
+	if (!counts)
 		return NULL;
-	}
 	slot = bpf_map_lookup_elem(counts, key);
 	if (slot)
 		return slot;

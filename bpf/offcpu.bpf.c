@@ -12,6 +12,7 @@
  *  - switch-in of next: one start-map lookup (a miss for every thread that was
  *    filtered out), and for a hit the min/max check and one counts update.
  */
+#define PROFILER_ID PROFILER_OFFCPU
 #define COUNTS_VALUE struct offcpu_value
 #include "common.bpf.h"
 #include "offcpu.h"
@@ -59,6 +60,14 @@ static __always_inline void switch_out(void *ctx, const struct aperture_control 
 		stat_inc(STAT_START_FULL);
 }
 
+static __always_inline void offcpu_value_add(struct offcpu_value *value, __u64 offcpu_ns)
+{
+	if (!value)
+		return;
+	__sync_fetch_and_add(&value->switch_count, 1);
+	__sync_fetch_and_add(&value->offcpu_ns, offcpu_ns);
+}
+
 static __always_inline void switch_in(const struct aperture_control *ctl,
 				      struct task_struct *next)
 {
@@ -82,11 +91,10 @@ static __always_inline void switch_in(const struct aperture_control *ctl,
 	if (offcpu_ns < ctl->min_block_ns || (ctl->max_block_ns && offcpu_ns > ctl->max_block_ns))
 		return;
 	stat_inc(STAT_EVENTS);
-	value = counts_slot(&key, &zero_value);
-	if (!value)
-		return;
-	__sync_fetch_and_add(&value->switch_count, 1);
-	__sync_fetch_and_add(&value->offcpu_ns, offcpu_ns);
+	value = counts_slot(live_counts(), &key, &zero_value);
+	offcpu_value_add(value, offcpu_ns);
+	if (ctl->keep_totals)
+		offcpu_value_add(counts_slot(&totals, &key, &zero_value), offcpu_ns);
 }
 
 SEC("tp_btf/sched_switch")

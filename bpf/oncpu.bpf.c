@@ -4,6 +4,7 @@
  * counting samples per (tgid, pid, comm, user stack, kernel stack) in the
  * kernel.  User space only ever sees aggregated counts.
  */
+#define PROFILER_ID PROFILER_ONCPU
 #define COUNTS_VALUE struct oncpu_value
 #include "common.bpf.h"
 
@@ -28,7 +29,12 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 	process_seen(key.tgid);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	stacks_fill(ctx, ctl, &key);
-	value = counts_slot(&key, &zero_value);
+	value = counts_slot(live_counts(), &key, &zero_value);
+	if (value)
+		__sync_fetch_and_add(&value->samples, 1);
+	if (!ctl->keep_totals)
+		return 0;
+	value = counts_slot(&totals, &key, &zero_value);
 	if (value)
 		__sync_fetch_and_add(&value->samples, 1);
 	return 0;

@@ -145,3 +145,7 @@ count_user_frames() {
 		for (i = 2; i <= n; i++) if (fr[i] !~ /_\[k\]$/) c++ }
 		END { print c + 0 }' "$1"
 }
+# skip NAME REASON: a test that could not run here, counted as passed
+skip() { _n=$((_n+1)); echo "ok $_n - $1 # SKIP $2"; }
+# idle_ticks: machine-wide idle time so far, in USER_HZ ticks (/proc/stat)
+idle_ticks() { awk '$1 == "cpu" { print $5; exit }' /proc/stat; }

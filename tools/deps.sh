@@ -5,8 +5,9 @@ set -euo pipefail
 BUILD="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev liblzma-dev libbz2-dev libzstd-dev
        libnghttp2-dev nanopb libnanopb-dev protobuf-compiler make gcc pkg-config"
 TEST="libprotobuf-c-dev protobuf-c-compiler libcmocka-dev golang-go libxml2-utils
-      python3-grpcio python3-protobuf elfutils binutils util-linux"
-BENCH="linux-perf bpftrace libbpf-tools"
+      python3-grpcio python3-protobuf elfutils binutils util-linux valgrind xz-utils
+      golang-github-google-pprof-dev"
+BENCH="linux-perf bpftrace libbpf-tools time jq"
 want="$BUILD $TEST"
 [ "${1:-}" = "--bench" ] && want="$want $BENCH"
 missing=()

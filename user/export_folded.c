@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "exporter.h"
 #include "util.h"
 
@@ -174,10 +173,9 @@ static int folded_write(const struct profile *p, const char *path, const struct 
 		err = -(errno ? errno : EIO);
 	if (fclose(f) && !err)
 		err = -(errno ? errno : EIO);
-	if (err) {
+	/* a partial file stays: @path may be a device or a link, not ours to remove */
+	if (err)
 		log_error("cannot write %s: %s", path, strerror(-err));
-		unlink(path);
-	}
 out:
 	for (i = 0; i < n; i++)
 		free(lines[i].stack);

@@ -209,8 +209,8 @@ struct pmapping {
 struct pprof_writer {
 	const struct profile *p;
 	struct strtab strings;
-	struct idmap mappings;		/* (key, 0) -> pprof mapping id; data: index in pmaps */
-	struct pmapping *pmaps;
+	struct idmap mappings;		/* (frame_mapping_key, 0) -> pprof mapping id */
+	struct pmapping *pmaps;		/* pmaps[id - 1] */
 	size_t pmaps_cap;
 	struct idmap functions;		/* (name, filename) string ids -> function id */
 	struct idmap locations;		/* (mapping id, address) -> location id; data: function id */
@@ -320,10 +320,10 @@ static int intern_frames(struct pprof_writer *w)
 	const struct profile *p = w->p;
 	const struct profile_sample *s;
 	uint32_t i, nframes;
-	int64_t id;
 	size_t n;
-	int rank, err;
+	int rank;
 
+	/* ranks 0..2 number the mappings, then every frame gets its function and location */
 	for (rank = 0; rank <= 3; rank++) {
 		for (n = 0; n < p->nsamples; n++) {
 			s = &p->samples[n];
@@ -333,14 +333,15 @@ static int intern_frames(struct pprof_writer *w)
 			if (nframes > w->max_frames)
 				w->max_frames = nframes;
 			for (i = 0; i < nframes; i++) {
+				const struct profile_frame *f = &s->frames[i];
+				int64_t ret = 0;
+
 				if (rank == 3)
-					err = intern_frame(w, &s->frames[i]);
-				else if (mapping_rank(&s->frames[i]) == rank)
-					err = (id = intern_mapping(w, &s->frames[i])) < 0 ? id : 0;
-				else
-					continue;
-				if (err)
-					return err;
+					ret = intern_frame(w, f);
+				else if (mapping_rank(f) == rank)
+					ret = intern_mapping(w, f);
+				if (ret < 0)
+					return ret;
 			}
 		}
 	}
@@ -652,7 +653,7 @@ static int pprof_write(const struct profile *p, const char *path, const struct e
 		err = -ENOMEM;
 		close(fd);
 		log_error("cannot write %s: gzdopen failed", path);
-		goto out_unlink;
+		goto out;
 	}
 	gzbuffer(gz, 128 * 1024);
 	errno = 0;
@@ -660,18 +661,15 @@ static int pprof_write(const struct profile *p, const char *path, const struct e
 		err = gz_errno(gz);
 		log_error("cannot write %s: %s", path, strerror(-err));
 		gzclose(gz);
-		goto out_unlink;
+		goto out;
 	}
 	errno = 0;
 	zerr = gzclose(gz);
 	if (zerr != Z_OK) {
 		err = zerr == Z_ERRNO && errno ? -errno : -EIO;
 		log_error("cannot write %s: %s", path, strerror(-err));
-		goto out_unlink;
+		goto out;
 	}
-	goto out;
-out_unlink:
-	unlink(path);
 out:
 	writer_free(&w);
 	return err;

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "exporter.h"
 #include "util.h"
 
@@ -523,10 +522,9 @@ static int svg_write(const struct profile *p, const char *path, const struct exp
 		err = -(errno ? errno : EIO);
 	if (fclose(f) && !err)
 		err = -(errno ? errno : EIO);
-	if (err) {
+	/* a partial file stays: @path may be a device or a link, not ours to remove */
+	if (err)
 		log_error("cannot write %s: %s", path, strerror(-err));
-		unlink(path);
-	}
 out:
 	tree_free(&t);
 	return err;

@@ -13,7 +13,7 @@ static int offcpu_open(struct profiler *p, const struct profiler_opts *o)
 	if (!skel)
 		return -errno;
 	p->skel = skel;
-	err = PROFILER_SIZE_MAPS(skel, o);
+	err = PROFILER_PREPARE_MAPS(p, skel);
 	if (err)
 		return err;
 	err = offcpu_bpf__load(skel);
@@ -25,7 +25,16 @@ static int offcpu_open(struct profiler *p, const struct profiler_opts *o)
 
 static int offcpu_attach(struct profiler *p)
 {
-	return offcpu_bpf__attach(p->skel);
+	struct offcpu_bpf *skel = p->skel;
+	struct bpf_program *prog;
+	int err = 0;
+
+	bpf_object__for_each_program(prog, skel->obj) {
+		err = profiler_add_link(p, bpf_program__attach(prog));
+		if (err)
+			break;
+	}
+	return err;
 }
 
 static void offcpu_close(struct profiler *p)
@@ -46,6 +55,7 @@ static void offcpu_to_values(const struct profiler *p, const uint64_t *raw, uint
 
 const struct profiler_ops profiler_offcpu = {
 	.name = "offcpu",
+	.id = PROFILER_OFFCPU,
 	.title = "Off-CPU",
 	.nraw = 2,
 	.nvalues = 2,

@@ -12,11 +12,6 @@
 #include "profiler.h"
 #include "util.h"
 
-struct oncpu_priv {
-	int ncpus;			/* possible CPUs */
-	int *event_fds;			/* per CPU, -1 when offline */
-	struct bpf_link **links;
-};
 
 static int oncpu_open(struct profiler *p, const struct profiler_opts *o)
 {
@@ -26,7 +21,7 @@ static int oncpu_open(struct profiler *p, const struct profiler_opts *o)
 	if (!skel)
 		return -errno;
 	p->skel = skel;
-	err = PROFILER_SIZE_MAPS(skel, o);
+	err = PROFILER_PREPARE_MAPS(p, skel);
 	if (err)
 		return err;
 	err = oncpu_bpf__load(skel);
@@ -49,58 +44,42 @@ static int perf_event_cpu_clock(int cpu, unsigned int freq_hz)
 	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/*
+ * One perf event per online CPU, each owned by its BPF link once attached
+ * (closing our fd then leaves the event to the link, so a pinned link keeps
+ * sampling after the loader is gone).
+ */
 static int oncpu_attach(struct profiler *p)
 {
 	struct oncpu_bpf *skel = p->skel;
 	int ncpus = libbpf_num_possible_cpus();
-	struct oncpu_priv *priv;
-	int attached = 0;
+	int attached = 0, err;
 
 	if (ncpus <= 0)
 		return -EINVAL;
-	priv = xcalloc(1, sizeof(*priv));
-	if (!priv)
-		return -ENOMEM;
-	p->priv = priv;
-	priv->ncpus = ncpus;
-	priv->event_fds = xcalloc(ncpus, sizeof(int));
-	priv->links = xcalloc(ncpus, sizeof(*priv->links));
-	if (!priv->event_fds || !priv->links)
-		return -ENOMEM;
 	for (int cpu = 0; cpu < ncpus; cpu++) {
-		priv->event_fds[cpu] = perf_event_cpu_clock(cpu, p->opts.freq_hz);
-		if (priv->event_fds[cpu] < 0) {
+		int event_fd = perf_event_cpu_clock(cpu, p->opts.freq_hz);
+
+		if (event_fd < 0) {
 			if (errno == ENODEV)	/* offline CPU */
 				continue;
 			return -errno;
 		}
-		priv->links[cpu] = bpf_program__attach_perf_event(skel->progs.oncpu_sample,
-								  priv->event_fds[cpu]);
-		if (!priv->links[cpu])
-			return -errno;
+		err = profiler_add_link(p, bpf_program__attach_perf_event(skel->progs.oncpu_sample,
+									  event_fd));
+		if (err) {
+			close(event_fd);
+			return err;
+		}
 		attached++;
 	}
 	if (!attached)
 		return -ENODEV;
-	skel->links.oncpu_exec = bpf_program__attach(skel->progs.oncpu_exec);
-	return skel->links.oncpu_exec ? 0 : -errno;
+	return profiler_add_link(p, bpf_program__attach(skel->progs.oncpu_exec));
 }
 
 static void oncpu_close(struct profiler *p)
 {
-	struct oncpu_priv *priv = p->priv;
-
-	if (priv) {
-		for (int cpu = 0; cpu < priv->ncpus; cpu++) {
-			if (priv->links)
-				bpf_link__destroy(priv->links[cpu]);
-			if (priv->event_fds && priv->event_fds[cpu] >= 0)
-				close(priv->event_fds[cpu]);
-		}
-		free(priv->event_fds);
-		free(priv->links);
-		free(priv);
-	}
 	oncpu_bpf__destroy(p->skel);
 }
 
@@ -118,6 +97,7 @@ static void oncpu_to_values(const struct profiler *p, const uint64_t *raw, uint6
 
 const struct profiler_ops profiler_oncpu = {
 	.name = "oncpu",
+	.id = PROFILER_ONCPU,
 	.title = "On-CPU",
 	.nraw = 1,
 	.nvalues = 2,

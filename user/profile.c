@@ -68,7 +68,7 @@ static uint64_t lookup_addr(uint64_t ip, uint32_t depth_index)
 static bool is_bpf_frame(const char *name)
 {
 	return strncmp(name, "bpf_prog_", 9) == 0 || strncmp(name, "bpf_trace_run", 13) == 0 ||
-	       strncmp(name, "__bpf_trace_", 12) == 0;
+	       strncmp(name, "__bpf_trace_", 12) == 0 || strncmp(name, "__traceiter_", 12) == 0;
 }
 
 static void frame_lost(struct profile_frame *f, bool kernel)

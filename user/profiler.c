@@ -59,7 +59,7 @@ int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 	if (!p->opts.stacks_entries)
 		p->opts.stacks_entries = 16384;
 	p->control_fd = p->target_pids_fd = p->stacks_fd = p->stats_fd = -1;
-	p->active_fd = p->counts_fd[0] = p->counts_fd[1] = -1;
+	p->active_fd = p->counts_fd[0] = p->counts_fd[1] = p->totals_fd = p->events_fd = -1;
 	err = ops->open(p, &p->opts);
 	if (err) {
 		log_error("%s: cannot load BPF programs: %s", ops->name, strerror(-err));
@@ -88,25 +88,76 @@ void profiler_close(struct profiler *p)
 {
 	if (!p)
 		return;
+	for (int i = 0; i < p->nlinks; i++)
+		bpf_link__destroy(p->links[i]);
+	free(p->links);
 	if (p->ops->close)
 		p->ops->close(p);
 	free(p);
 }
 
+int profiler_add_link(struct profiler *p, struct bpf_link *link)
+{
+	struct bpf_link **grown;
+
+	if (!link)
+		return -errno;
+	grown = realloc(p->links, (p->nlinks + 1) * sizeof(*grown));
+	if (!grown) {
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
+	p->links = grown;
+	p->links[p->nlinks++] = link;
+	return 0;
+}
+
+int profiler_prepare_maps(struct profiler *p, struct bpf_map *counts_0, struct bpf_map *counts_1,
+			  struct bpf_map *totals, struct bpf_map *stacks,
+			  struct bpf_map *control, struct bpf_map *target_pids)
+{
+	struct profiler_shared *shared = p->opts.shared;
+	int err;
+
+	err = bpf_map__set_max_entries(counts_0, p->opts.counts_entries);
+	err = err ?: bpf_map__set_max_entries(counts_1, p->opts.counts_entries);
+	err = err ?: bpf_map__set_max_entries(totals, p->opts.counts_entries);
+	err = err ?: bpf_map__set_max_entries(stacks, p->opts.stacks_entries);
+	if (err || !shared)
+		return err;
+	if (shared->control_fd >= 0)
+		err = bpf_map__reuse_fd(control, shared->control_fd);
+	if (!err && shared->target_pids_fd >= 0)
+		err = bpf_map__reuse_fd(target_pids, shared->target_pids_fd);
+	return err;
+}
+
+/* After load: the first profiler's control maps become the shared ones. */
+void profiler_share_maps(struct profiler *p)
+{
+	struct profiler_shared *shared = p->opts.shared;
+
+	if (!shared)
+		return;
+	if (shared->control_fd < 0)
+		shared->control_fd = dup(p->control_fd);
+	if (shared->target_pids_fd < 0)
+		shared->target_pids_fd = dup(p->target_pids_fd);
+}
+
+void profiler_shared_close(struct profiler_shared *shared)
+{
+	if (shared->control_fd >= 0)
+		close(shared->control_fd);
+	if (shared->target_pids_fd >= 0)
+		close(shared->target_pids_fd);
+	shared->control_fd = shared->target_pids_fd = -1;
+}
+
 int profiler_configure(struct profiler *p)
 {
 	const struct profiler_opts *o = &p->opts;
-	struct aperture_control ctl = {
-		.layout_version = APERTURE_LAYOUT_VERSION,
-		.enabled = 1,
-		.filter_pids = o->npids > 0,
-		.stack_mode = o->stack_mode,
-		.cgroup_id = o->cgroup_id,
-		.include_idle = o->include_idle,
-		.state_mask = o->state_mask,
-		.min_block_ns = o->min_block_ns,
-		.max_block_ns = o->max_block_ns,
-	};
+	struct aperture_control ctl = {};
 	__u32 zero = 0;
 	__u8 one = 1;
 
@@ -117,6 +168,19 @@ int profiler_configure(struct profiler *p)
 			return -errno;
 		}
 	}
+	/* Shared with the other profilers of this run: keep their enable bits. */
+	if (bpf_map_lookup_elem(p->control_fd, &zero, &ctl) ||
+	    ctl.layout_version != APERTURE_LAYOUT_VERSION)
+		memset(&ctl, 0, sizeof(ctl));
+	ctl.layout_version = APERTURE_LAYOUT_VERSION;
+	ctl.enabled |= 1u << p->ops->id;
+	ctl.filter_pids = o->npids > 0;
+	ctl.stack_mode = o->stack_mode;
+	ctl.cgroup_id = o->cgroup_id;
+	ctl.include_idle = o->include_idle;
+	ctl.state_mask = o->state_mask;
+	ctl.min_block_ns = o->min_block_ns;
+	ctl.max_block_ns = o->max_block_ns;
 	if (bpf_map_update_elem(p->control_fd, &zero, &ctl, BPF_ANY)) {
 		log_error("%s: cannot write the control map: %s", p->ops->name, strerror(errno));
 		return -errno;

@@ -12,7 +12,23 @@
 #include "aperture.h"
 #include "profile.h"
 
+struct bpf_link;
+
+/*
+ * Maps every profiler of one run shares, so that one control map steers them
+ * all.  The first profiler opened creates them; the owner closes the fds
+ * (profiler_shared_close).
+ */
+struct profiler_shared {
+	int control_fd;		/* -1 until created */
+	int target_pids_fd;
+};
+
+#define PROFILER_SHARED_INIT { .control_fd = -1, .target_pids_fd = -1 }
+void profiler_shared_close(struct profiler_shared *shared);
+
 struct profiler_opts {
+	struct profiler_shared *shared;	/* NULL: this profiler's own control map */
 	unsigned int freq_hz;		/* on-CPU sampling frequency */
 	const uint32_t *pids;		/* target tgids, npids of them (0: all) */
 	int npids;
@@ -39,6 +55,7 @@ typedef int (*record_fn)(struct profiler *p, const struct raw_record *rec, void 
 
 struct profiler_ops {
 	const char *name;		/* "oncpu": --NAME on the command line, map pin names */
+	enum profiler_id id;		/* its bit in control.enabled */
 	const char *title;		/* "On-CPU" */
 	int nraw;			/* u64s in the BPF counts value */
 	/* What the profile carries per sample, and how raw values become those. */
@@ -61,11 +78,14 @@ struct profiler {
 	struct profiler_opts opts;
 	void *skel;			/* owned by the ops */
 	void *priv;			/* ops-private (e.g. perf event fds) */
+	struct bpf_link **links;	/* everything attach created, for pinning and close */
+	int nlinks;
 	int control_fd;
 	int target_pids_fd;
 	int stacks_fd;
 	int stats_fd;
 	int events_fd;			/* ring buffer of struct aperture_event */
+	int totals_fd;			/* never drained; filled while control.keep_totals */
 	int active_fd;			/* ARRAY_OF_MAPS, slot 0 = live counts map */
 	int counts_fd[2];		/* the two generations */
 	int live;			/* index into counts_fd of the live one */
@@ -105,6 +125,9 @@ int profiler_snapshot_into(struct profiler *p, struct profile *prof);
 /* A profile whose value types and period are this profiler's. */
 void profiler_profile_init(const struct profiler *p, struct profile *prof, struct symbolizer *sym);
 
+/* Keeps @link for pinning and destroys it at close; NULL link: -errno of the failed attach. */
+int profiler_add_link(struct profiler *p, struct bpf_link *link);
+
 /* Shared by the ops: write the control struct from opts, fill target_pids. */
 int profiler_configure(struct profiler *p);
 
@@ -115,11 +138,10 @@ extern const char *const stat_names[STAT_MAX];
  * Every skeleton has the maps of bpf/common.bpf.h under the same names:
  * these two macros size them before load and take their fds after.
  */
-#define PROFILER_SIZE_MAPS(skel, o) ({						\
-	int __err = bpf_map__set_max_entries((skel)->maps.counts_0, (o)->counts_entries); \
-	__err = __err ?: bpf_map__set_max_entries((skel)->maps.counts_1, (o)->counts_entries); \
-	__err = __err ?: bpf_map__set_max_entries((skel)->maps.stacks, (o)->stacks_entries); \
-	__err; })
+#define PROFILER_PREPARE_MAPS(p, skel)					\
+	profiler_prepare_maps(p, (skel)->maps.counts_0, (skel)->maps.counts_1,	\
+			      (skel)->maps.totals, (skel)->maps.stacks,		\
+			      (skel)->maps.control, (skel)->maps.target_pids)
 
 #define PROFILER_TAKE_MAPS(p, skel) do {					\
 	(p)->control_fd = bpf_map__fd((skel)->maps.control);			\
@@ -128,9 +150,17 @@ extern const char *const stat_names[STAT_MAX];
 	(p)->stats_fd = bpf_map__fd((skel)->maps.stats);			\
 	(p)->events_fd = bpf_map__fd((skel)->maps.events);			\
 	(p)->active_fd = bpf_map__fd((skel)->maps.active_counts);		\
+	(p)->totals_fd = bpf_map__fd((skel)->maps.totals);			\
 	(p)->counts_fd[0] = bpf_map__fd((skel)->maps.counts_0);			\
 	(p)->counts_fd[1] = bpf_map__fd((skel)->maps.counts_1);			\
 	(p)->live = 0;								\
+	profiler_share_maps(p);							\
 } while (0)
+
+struct bpf_map;
+int profiler_prepare_maps(struct profiler *p, struct bpf_map *counts_0, struct bpf_map *counts_1,
+			  struct bpf_map *totals, struct bpf_map *stacks,
+			  struct bpf_map *control, struct bpf_map *target_pids);
+void profiler_share_maps(struct profiler *p);
 
 #endif /* PROFILER_H */

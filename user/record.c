@@ -49,6 +49,7 @@ struct record_run {
 	struct profiler *profs[MAX_PROFILERS];
 	struct profile profiles[MAX_PROFILERS];
 	int nprofs;
+	struct profiler_shared shared;	/* one control map for all profilers */
 	struct ring_buffer *events;	/* every profiler's notifications */
 	pid_t child;
 	int child_go_fd;		/* write end: the child execs when it closes */
@@ -333,6 +334,7 @@ static int open_profilers(struct record_run *run)
 	int err;
 
 	o->prof.pids = o->pids;
+	o->prof.shared = &run->shared;
 	for (int i = 0; profilers[i]; i++) {
 		struct profiler *p;
 
@@ -605,6 +607,7 @@ static void run_cleanup(struct record_run *run)
 		profile_free(&run->profiles[i]);
 	}
 	ring_buffer__free(run->events);
+	profiler_shared_close(&run->shared);
 	if (run->child_go_fd > 0)
 		close(run->child_go_fd);
 	if (run->child > 0) {
@@ -616,7 +619,7 @@ static void run_cleanup(struct record_run *run)
 
 int record_main(int argc, char **argv)
 {
-	struct record_run run = { .child_go_fd = -1 };
+	struct record_run run = { .child_go_fd = -1, .shared = PROFILER_SHARED_INIT };
 	struct record_opts *o = &run.opts;
 	int err;
 

@@ -11,7 +11,7 @@
  *   app   100/101  main binary hot_loop <- main <- __libc_start_main     30 + 5
  *   app   100/102  kernel copy_user_generic <- vfs_write <- entry_SYSCALL_64
  *                  <- libc write <- main <- __libc_start_main            10
- *   "my worker;x"  ns::weird;name(int, char) <- app+0x1200 <- [unknown]  2
+ *   "my worker;x"  ns::weird;name<int, char&> <- app+0x1200 <- [unknown]  2
  *   swapper/0      default_idle <- do_idle, kernel frames with no mapping 3
  *   idle sample with zero values                                         0
  */
@@ -55,7 +55,7 @@ static struct profile_frame stack_write[] = {
 	USER(&map_libc, 0x7f0000029d90, "__libc_start_main"),
 };
 static struct profile_frame stack_weird[] = {
-	USER(&map_app, 0x401300, "ns::weird;name(int, char)"),
+	USER(&map_app, 0x401300, "ns::weird;name<int, char&>"),
 	{ .sym = { .addr = 0x401200, .mapping = &map_app, .module_offset = 0x1200, .name = "app+0x1200" } },
 	{ .sym = { .addr = 0xdead, .name = "[unknown]" } },
 };
