@@ -27,7 +27,7 @@ CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missin
               -Ibpf -Iuser -I$(BUILD) -I$(BUILD)/gen -I/usr/include/nanopb \
               -DAPERTURE_VERSION='"$(VERSION)"' -D_GNU_SOURCE
 LDLIBS     := -Wl,--start-group -lbpf -lnghttp2 -lprotobuf-nanopb -ldw -lelf -lz -llzma -lbz2 -lzstd \
-              -lpthread -Wl,--end-group
+              -lpthread -lm -Wl,--end-group
 
 .DELETE_ON_ERROR:
 # Generated sources and skeletons are kept (no intermediate-file deletion).

@@ -203,7 +203,6 @@ static void idmap_free(struct idmap *m)
 struct pmapping {
 	const struct sym_mapping *m;	/* NULL: the made-up kernel mapping */
 	uint64_t start, limit;
-	bool has_functions;
 };
 
 struct pprof_writer {
@@ -271,8 +270,6 @@ static int64_t intern_mapping(struct pprof_writer *w, const struct profile_frame
 		if (f->sym.addr >= pm->limit)
 			pm->limit = f->sym.addr + 1;
 	}
-	if (f->sym.function)
-		pm->has_functions = true;
 	return id;
 }
 
@@ -494,8 +491,14 @@ static bool encode_mappings(pb_ostream_t *stream, const pb_field_iter_t *field, 
 			.file_offset = pm->m ? pm->m->file_offset : 0,
 			.filename = str_id(w, pm->m ? pm->m->path : KERNEL_PATH),
 			.build_id = str_id(w, pm->m ? pm->m->build_id : ""),
-			/* pprof re-symbolizes (and warns) only mappings without functions */
-			.has_functions = pm->has_functions,
+			/*
+			 * Every location has its Line: a function, or "module+0xOFF"
+			 * when the symbolizer found none.  Saying so keeps pprof from
+			 * symbolizing again from files that may not be on this
+			 * machine (and warning about each one); -symbolize=force
+			 * still does.
+			 */
+			.has_functions = true,
 		};
 
 		if (!pb_encode_tag_for_field(stream, field) ||

@@ -3,11 +3,29 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "daemon.h"
 #include "record.h"
 #include "util.h"
 
 /* Commands living in optional modules resolve to NULL when not linked. */
 int agent_main(int argc, char **argv) __attribute__((weak));
+
+/* `run --oap` is the SkyWalking agent; without it, the local pinned daemon. */
+static int run_main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (strcmp(argv[i], "--oap") == 0 || strncmp(argv[i], "--oap=", 6) == 0) {
+			if (!agent_main) {
+				log_error("run --oap: the SkyWalking agent is not built into this binary");
+				return EXIT_RUNTIME;
+			}
+			return agent_main(argc, argv);
+		}
+	}
+	return daemon_main(argc, argv);
+}
 
 struct command {
 	const char *name;
@@ -17,7 +35,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "record", record_main, "profile for a while, write pprof / folded / SVG files" },
-	{ "run", agent_main, "daemon: serve Apache SkyWalking OAP profiling tasks" },
+	{ "run", run_main, "daemon: pinned maps for bpftool/cat, or serve SkyWalking OAP tasks (--oap)" },
 };
 
 static void usage(FILE *out)

@@ -91,8 +91,17 @@ void profiler_close(struct profiler *p)
 	for (int i = 0; i < p->nlinks; i++)
 		bpf_link__destroy(p->links[i]);
 	free(p->links);
-	if (p->ops->close)
+	if (p->pinned) {
+		int fds[] = { p->control_fd, p->target_pids_fd, p->stacks_fd, p->stats_fd,
+			      p->events_fd, p->totals_fd, p->active_fd, p->counts_fd[0],
+			      p->counts_fd[1] };
+
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	} else if (p->ops->close) {
 		p->ops->close(p);
+	}
 	free(p);
 }
 
@@ -181,6 +190,7 @@ int profiler_configure(struct profiler *p)
 	ctl.state_mask = o->state_mask;
 	ctl.min_block_ns = o->min_block_ns;
 	ctl.max_block_ns = o->max_block_ns;
+	ctl.keep_totals = o->keep_totals;
 	if (bpf_map_update_elem(p->control_fd, &zero, &ctl, BPF_ANY)) {
 		log_error("%s: cannot write the control map: %s", p->ops->name, strerror(errno));
 		return -errno;

@@ -40,6 +40,7 @@ struct profiler_opts {
 	uint32_t state_mask;		/* off-CPU: enum offcpu_state bits */
 	uint32_t counts_entries;	/* aggregation map size (per generation) */
 	uint32_t stacks_entries;	/* stacks map size */
+	bool keep_totals;		/* also count into the never-drained totals map */
 };
 
 /* One raw aggregated record, as drained from the kernel. */
@@ -76,7 +77,8 @@ struct profiler_ops {
 struct profiler {
 	const struct profiler_ops *ops;
 	struct profiler_opts opts;
-	void *skel;			/* owned by the ops */
+	void *skel;			/* owned by the ops; NULL when taken over from pins */
+	bool pinned;			/* fds come from bpffs pins: close them ourselves */
 	void *priv;			/* ops-private (e.g. perf event fds) */
 	struct bpf_link **links;	/* everything attach created, for pinning and close */
 	int nlinks;

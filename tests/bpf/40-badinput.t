@@ -33,6 +33,11 @@ bad "--weight bogus" 2 record --offcpu --weight bogus -d 1 -o "$TMP/x.folded"
 bad "--min-block-us abc" 2 record --offcpu --min-block-us abc -d 1 -o "$TMP/x.folded"
 ok "no output file left behind" test ! -e "$TMP/x.folded"
 
+# A command that cannot run is a runtime failure (exit 1), not an empty profile.
+run_ap nocmd record -d 5 -o "$TMP/nocmd.folded" -- /nonexistent/cmd
+ok "-- /nonexistent/cmd: exits non-zero (got $AP_RC)" test "$AP_RC" -ne 0
+ok "-- /nonexistent/cmd: says why" grep -q '^aperture: .*/nonexistent/cmd' "$TMP/nocmd.err"
+
 run_ap help --help
 is "--help: exit status 0" "$AP_RC" 0
 ok "--help: prints usage" grep -qi 'usage' "$TMP/help.out"

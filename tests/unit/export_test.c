@@ -14,6 +14,7 @@
  *   "my worker;x"  ns::weird;name<int, char&> <- app+0x1200 <- [unknown]  2
  *   swapper/0      default_idle <- do_idle, kernel frames with no mapping 3
  *   idle sample with zero values                                         0
+ *   app   100/104  libfoo.so+0x1000 (a mapping with no symbols) <- main  1
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +32,10 @@ static const struct sym_mapping map_app = {
 static const struct sym_mapping map_libc = {
 	.id = 2, .start = 0x7f0000000000, .end = 0x7f0000200000, .file_offset = 0x28000,
 	.path = "/usr/lib/x86_64-linux-gnu/libc.so.6", .name = "libc.so.6", .build_id = "",
+};
+static const struct sym_mapping map_foo = {
+	.id = 4, .start = 0x7f1000000000, .end = 0x7f1000010000, .file_offset = 0,
+	.path = "/nonexistent/libfoo.so", .name = "libfoo.so", .build_id = "",
 };
 static const struct sym_mapping map_kernel = {
 	.id = 3, .start = 0xffffffff81000000, .end = 0xffffffff82000000, .file_offset = 0,
@@ -54,6 +59,11 @@ static struct profile_frame stack_write[] = {
 	USER(&map_app, 0x401060, "main"),
 	USER(&map_libc, 0x7f0000029d90, "__libc_start_main"),
 };
+static struct profile_frame stack_nosym[] = {
+	{ .sym = { .addr = 0x7f1000001000, .mapping = &map_foo, .module_offset = 0x1000, .name = "libfoo.so+0x1000" } },
+	USER(&map_app, 0x401050, "main"),
+	USER(&map_libc, 0x7f0000029d90, "__libc_start_main"),
+};
 static struct profile_frame stack_weird[] = {
 	USER(&map_app, 0x401300, "ns::weird;name<int, char&>"),
 	{ .sym = { .addr = 0x401200, .mapping = &map_app, .module_offset = 0x1200, .name = "app+0x1200" } },
@@ -75,6 +85,7 @@ static struct profile_sample samples[] = {
 	SAMPLE(200, 200, "my worker;x", stack_weird, 0, 2),
 	SAMPLE(0, 0, "swapper/0", stack_idle, 2, 3),
 	SAMPLE(100, 103, "app", stack_hot, 0, 5),
+	SAMPLE(100, 104, "app", stack_nosym, 0, 1),
 };
 
 static void fill_profile(struct profile *p)

@@ -22,9 +22,9 @@ done
 is "pprof write succeeds quietly" "$?:$(cat "$TMP/err")" "0:"
 "$DEC" "$TMP/p.pb.gz" >"$TMP/dec" 2>"$TMP/err"
 is "protobuf-c decodes it and every id and string index resolves" "$?:$(cat "$TMP/err")" "0:"
-is "sample count (the zero sample is left out)" "$(grep '^samples ' "$TMP/dec")" "samples 5"
-is "samples total" "$(grep '^type samples ' "$TMP/dec")" "type samples count total 50"
-is "cpu total" "$(grep '^type cpu ' "$TMP/dec")" "type cpu nanoseconds total 500000000"
+is "sample count (the zero sample is left out)" "$(grep '^samples ' "$TMP/dec")" "samples 6"
+is "samples total" "$(grep '^type samples ' "$TMP/dec")" "type samples count total 51"
+is "cpu total" "$(grep '^type cpu ' "$TMP/dec")" "type cpu nanoseconds total 510000000"
 is "default sample type" "$(grep '^default ' "$TMP/dec")" "default samples"
 is "period" "$(grep '^period ' "$TMP/dec")" "period cpu nanoseconds 10000000"
 is "time and duration" "$(grep '^time_nanos ' "$TMP/dec")" "time_nanos 1700000000000000000 duration_nanos 5000000000"
@@ -32,16 +32,18 @@ is "stacks, labels and values" "$(grep '^stack ' "$TMP/dec" | sort)" \
 "stack comm=app pid=100 thread=101 30,300000000 __libc_start_main;main;hot_loop
 stack comm=app pid=100 thread=102 10,100000000 __libc_start_main;main;write;entry_SYSCALL_64;vfs_write;copy_user_generic
 stack comm=app pid=100 thread=103 5,50000000 __libc_start_main;main;hot_loop
+stack comm=app pid=100 thread=104 1,10000000 __libc_start_main;main;libfoo.so+0x1000
 stack comm=my worker;x pid=200 thread=200 2,20000000 [unknown];app+0x1200;ns::weird;name<int, char&>
 stack comm=swapper/0 pid=0 thread=0 3,30000000 do_idle;default_idle"
 is "mappings: main binary first, kernel last, made-up kernel mapping covers its frames" \
 	"$(grep '^mapping ' "$TMP/dec")" \
 "mapping 1 /usr/bin/app 0x400000 0x500000 0x0 abcd1234 functions=1
 mapping 2 /usr/lib/x86_64-linux-gnu/libc.so.6 0x7f0000000000 0x7f0000200000 0x28000 - functions=1
-mapping 3 [kernel.kallsyms] 0xffffffff81000000 0xffffffff82000000 0x0 - functions=1
-mapping 4 [kernel.kallsyms] 0xffffffff81500000 0xffffffff81500101 0x0 - functions=1"
-# 13 distinct (mapping, address), 12 distinct (name, file): main appears at two addresses
-is "deduplicated tables" "$(grep '^counts ' "$TMP/dec")" "counts mappings=4 locations=13 functions=12 strings=27"
+mapping 3 /nonexistent/libfoo.so 0x7f1000000000 0x7f1000010000 0x0 - functions=1
+mapping 4 [kernel.kallsyms] 0xffffffff81000000 0xffffffff82000000 0x0 - functions=1
+mapping 5 [kernel.kallsyms] 0xffffffff81500000 0xffffffff81500101 0x0 - functions=1"
+# 14 distinct (mapping, address), 13 distinct (name, file): main appears at two addresses
+is "deduplicated tables" "$(grep '^counts ' "$TMP/dec")" "counts mappings=5 locations=14 functions=13 strings=29"
 
 if command -v go >/dev/null; then
 	export HOME=${HOME:-$TMP}
@@ -54,6 +56,9 @@ if command -v go >/dev/null; then
 	pp -sample_index=cpu -top "$TMP/p.pb.gz" >"$TMP/topcpu"
 	is "go tool pprof -sample_index=cpu" "$?:$(awk '/flat%/ { getline; print $1, $NF; exit }' "$TMP/topcpu")" \
 		"0:350ms hot_loop"
+	PPROF_BINARY_PATH=/nonexistent go tool pprof -top "$TMP/p.pb.gz" >/dev/null 2>"$TMP/pperr"
+	is "go tool pprof (symbolizing on) does not re-symbolize nor warn, /nonexistent/libfoo.so included" \
+		"$?:$(cat "$TMP/pperr")" "0:"
 	pp -raw "$TMP/p.pb.gz" >"$TMP/raw"
 	is "go tool pprof -raw: exit 0, nothing on stderr" "$?:$(cat "$TMP/pperr")" "0:"
 	ok "go tool pprof -raw: labels" grep -q 'pid:\[100\] thread:\[101\]' "$TMP/raw"
@@ -66,12 +71,13 @@ fi
 is "folded write succeeds quietly" "$?:$(cat "$TMP/err")" "0:"
 is "folded: merged, sorted, root first, kernel after user, separators replaced" "$(cat "$TMP/p.folded")" \
 "app;__libc_start_main;main;hot_loop 35
+app;__libc_start_main;main;libfoo.so+0x1000 1
 app;__libc_start_main;main;write;entry_SYSCALL_64_[k];vfs_write_[k];copy_user_generic_[k] 10
 my_worker_x;[unknown];app+0x1200;ns::weird_name<int,_char&> 2
 swapper/0;do_idle_[k];default_idle_[k] 3"
 "$ET" write "$TMP/cpu.folded" 1
-is "folded by value 1 (cpu ns)" "$(awk '{ s += $NF } END { print NR, s }' "$TMP/cpu.folded")" "4 500000000"
-is "folded: leaf share of hot_loop" "$(leaf_share "$TMP/p.folded" hot_loop)" "70.00"
+is "folded by value 1 (cpu ns)" "$(awk '{ s += $NF } END { print NR, s }' "$TMP/cpu.folded")" "5 510000000"
+is "folded: leaf share of hot_loop" "$(leaf_share "$TMP/p.folded" hot_loop)" "68.63"
 
 # --- svg
 "$ET" write "$TMP/p.svg" 2>"$TMP/err"
@@ -80,11 +86,11 @@ ok "svg is well-formed XML" xmllint --noout "$TMP/p.svg"
 ok "svg has its script" grep -q '<script type="text/ecmascript"><!\[CDATA\[' "$TMP/p.svg"
 ok "svg needs nothing from outside" bash -c "! grep -Eq 'https?://[^\"]*\\.(js|css)|<script[^>]*src=' '$TMP/p.svg'"
 ok "svg title" grep -q '>On-CPU flame graph<' "$TMP/p.svg"
-ok "svg: hot function with its weight" grep -q '<title>hot_loop (35 samples, 70.00%)</title>' "$TMP/p.svg"
-ok "svg: kernel frame" grep -q '<title>copy_user_generic (10 samples, 20.00%)</title>' "$TMP/p.svg"
-ok "svg: names XML-escaped" grep -q '<title>ns::weird;name&lt;int, char&amp;&gt; (2 samples, 4.00%)</title>' "$TMP/p.svg"
+ok "svg: hot function with its weight" grep -q '<title>hot_loop (35 samples, 68.63%)</title>' "$TMP/p.svg"
+ok "svg: kernel frame" grep -q '<title>copy_user_generic (10 samples, 19.61%)</title>' "$TMP/p.svg"
+ok "svg: names XML-escaped" grep -q '<title>ns::weird;name&lt;int, char&amp;&gt; (2 samples, 3.92%)</title>' "$TMP/p.svg"
 "$ET" write "$TMP/cpu.svg" 1
-ok "svg by value 1 shows milliseconds" grep -q '<title>hot_loop (350.00 ms, 70.00%)</title>' "$TMP/cpu.svg"
+ok "svg by value 1 shows milliseconds" grep -q '<title>hot_loop (350.00 ms, 68.63%)</title>' "$TMP/cpu.svg"
 if command -v node >/dev/null; then
 	ok "svg script parses" bash -c "sed -n '/<script/,/]]>/p' '$TMP/p.svg' | sed '1s/.*CDATA\\[//; \$d' >'$TMP/fg.js' && node --check '$TMP/fg.js'"
 fi

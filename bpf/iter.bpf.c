@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Pinned BPF iterators: `cat DIR/oncpu_folded` prints the aggregate straight
+ * from the kernel, without the loader, in folded-stack format:
+ *
+ *   comm;0xUSER_ROOT;...;0xUSER_LEAF;kfunc_ROOT_[k];...;kfunc_LEAF_[k] VALUE
+ *
+ * Kernel frames are symbolized here with %ps; user frames stay hex (the
+ * kernel has no user symbols).  Each program is attached to one profiler's
+ * totals map and reads that profiler's stacks map (fd reused by the loader).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "aperture.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);		/* replaced by the profiler's stacks map */
+	__type(key, __u64);
+	__type(value, struct aperture_stack);
+} stacks SEC(".maps");
+
+/* Root first: the stacks are stored leaf first. */
+static __always_inline void print_user(struct seq_file *seq, __u64 stack_id)
+{
+	struct aperture_stack *st;
+
+	if (stack_id == APERTURE_STACK_LOST) {
+		BPF_SEQ_PRINTF(seq, ";[user-stack-lost]");
+		return;
+	}
+	st = stack_id ? bpf_map_lookup_elem(&stacks, &stack_id) : NULL;
+	if (!st)
+		return;
+	for (int i = APERTURE_MAX_DEPTH - 1; i >= 0; i--) {
+		if (i >= st->depth)
+			continue;
+		BPF_SEQ_PRINTF(seq, ";0x%llx", st->ips[i]);
+	}
+}
+
+static __always_inline void print_kernel(struct seq_file *seq, __u64 stack_id)
+{
+	struct aperture_stack *st;
+
+	if (stack_id == APERTURE_STACK_LOST) {
+		BPF_SEQ_PRINTF(seq, ";[kernel-stack-lost]_[k]");
+		return;
+	}
+	st = stack_id ? bpf_map_lookup_elem(&stacks, &stack_id) : NULL;
+	if (!st)
+		return;
+	for (int i = APERTURE_MAX_DEPTH - 1; i >= 0; i--) {
+		if (i >= st->depth)
+			continue;
+		BPF_SEQ_PRINTF(seq, ";%ps_[k]", (void *)st->ips[i]);
+	}
+}
+
+static __always_inline bool print_stack(struct seq_file *seq, const struct sample_key *key_ro)
+{
+	struct sample_key key;
+
+	/* Keys handed to map iterators are read-only buffers: copy first. */
+	if (bpf_probe_read_kernel(&key, sizeof(key), key_ro))
+		return false;
+	key.comm[APERTURE_COMM_LEN - 1] = 0;
+	BPF_SEQ_PRINTF(seq, "%s", key.comm);
+	print_user(seq, key.user_stack_id);
+	print_kernel(seq, key.kernel_stack_id);
+	return true;
+}
+
+SEC("iter/bpf_map_elem")
+int oncpu_folded(struct bpf_iter__bpf_map_elem *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct oncpu_value *value = ctx->value;
+
+	if (!ctx->key || !value)
+		return 0;
+	if (print_stack(seq, ctx->key))
+		BPF_SEQ_PRINTF(seq, " %llu\n", value->samples);
+	return 0;
+}
+
+/* Weighted by off-CPU nanoseconds, like the folded files aperture writes. */
+SEC("iter/bpf_map_elem")
+int offcpu_folded(struct bpf_iter__bpf_map_elem *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct offcpu_value *value = ctx->value;
+
+	if (!ctx->key || !value)
+		return 0;
+	if (print_stack(seq, ctx->key))
+		BPF_SEQ_PRINTF(seq, " %llu\n", value->offcpu_ns);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Workload for the SkyWalking OAP tests.  The main thread burns CPU, 70% of
+ * the work in oap_hot_a and 30% in oap_hot_b (same loop, 7:3 iterations); a
+ * second thread blocks 2 ms at a time in oap_nap, which makes the nanosleep
+ * system call itself so that the user stack's leaf is ours, not libc's
+ * (Debian's libc has no frame pointers).
+ *   oap_burn [SECONDS]   (default: run until killed)
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) void oap_hot_a(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		sink += i * i;
+}
+
+__attribute__((noinline)) void oap_hot_b(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		sink += i * i;
+}
+
+__attribute__((noinline)) long oap_nap(const struct timespec *ts)
+{
+	long ret;
+
+	__asm__ volatile("syscall" : "=a"(ret) : "0"((long)SYS_nanosleep), "D"(ts), "S"(0L)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+__attribute__((noinline)) void *oap_sleeper(void *arg)
+{
+	struct timespec ts = { 0, 2000000 };
+
+	for (;;)
+		oap_nap(&ts);
+	return arg;
+}
+
+int main(int argc, char **argv)
+{
+	time_t end = argc > 1 ? time(NULL) + atoi(argv[1]) : 0;
+	pthread_t t;
+
+	pthread_create(&t, NULL, oap_sleeper, NULL);
+	while (!end || time(NULL) < end) {
+		oap_hot_a(700000);
+		oap_hot_b(300000);
+	}
+	return 0;
+}

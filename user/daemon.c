@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The local pinned daemon.  It loads the profilers (or takes over the ones a
+ * previous daemon pinned, which kept counting meanwhile), pins them and then
+ * has nothing to do: the BPF programs aggregate into the pinned totals, the
+ * control map steers them, iterators print them.  Nothing is drained here,
+ * so a restart, even after kill -9, cannot lose or double-count anything.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli.h"
+#include "daemon.h"
+#include "pin.h"
+#include "profiler.h"
+#include "util.h"
+
+#define MAX_PIDS 256
+
+struct daemon_opts {
+	struct profiler_opts prof;
+	uint32_t pids[MAX_PIDS];
+	const char *dir;
+	bool unpin;
+	bool want[PROFILER_MAX];
+};
+
+enum { OPT_PIN = 256, OPT_UNPIN, OPT_ONCPU, OPT_OFFCPU, OPT_CGROUP, OPT_MIN_BLOCK, OPT_HELP };
+
+static const struct option long_options[] = {
+	{ "pin", required_argument, NULL, OPT_PIN },
+	{ "unpin", no_argument, NULL, OPT_UNPIN },
+	{ "oncpu", no_argument, NULL, OPT_ONCPU },
+	{ "offcpu", no_argument, NULL, OPT_OFFCPU },
+	{ "freq", required_argument, NULL, 'F' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "min-block-us", required_argument, NULL, OPT_MIN_BLOCK },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"Usage: aperture run [--pin DIR] [--oncpu] [--offcpu] [-F HZ] [-p PID,...] [--cgroup PATH]\n"
+"       aperture run --unpin [--pin DIR]\n"
+"       aperture run --oap HOST:PORT ...   (SkyWalking agent: aperture run --oap x --help)\n"
+"\n"
+"Without --oap, profile continuously with everything pinned under DIR (default %s):\n"
+"the BPF programs keep counting without the loader; read them with `cat DIR/oncpu_folded`,\n"
+"steer them through DIR/control and DIR/target_pids (tools/aperture-ctl). Started again, it\n"
+"takes over what is pinned instead of loading anew. Ctrl-C / SIGTERM leaves the pins in place.\n"
+"  --oncpu, --offcpu     which profilers (default both)\n"
+"  -F HZ                 on-CPU frequency (default 99)\n"
+"  -p PID[,PID...]       initial target set (default: every process)\n"
+"  --cgroup PATH         only tasks of this cgroup v2 directory\n"
+"  --min-block-us N      off-CPU minimum block time (default 1)\n"
+"  --unpin               detach and remove everything pinned under DIR, then exit\n", PIN_DEFAULT_DIR);
+}
+
+static int parse_args(struct daemon_opts *o, int argc, char **argv)
+{
+	uint64_t v;
+	int c, n;
+
+	o->dir = PIN_DEFAULT_DIR;
+	o->prof.freq_hz = 99;
+	o->prof.min_block_ns = 1000;
+	o->prof.state_mask = BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE;
+	o->prof.keep_totals = true;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "F:p:v", long_options, NULL)) != -1) {
+		switch (c) {
+		case OPT_PIN:
+			o->dir = optarg;
+			break;
+		case OPT_UNPIN:
+			o->unpin = true;
+			break;
+		case OPT_ONCPU:
+			o->want[PROFILER_ONCPU] = true;
+			break;
+		case OPT_OFFCPU:
+			o->want[PROFILER_OFFCPU] = true;
+			break;
+		case 'F':
+			if (!cli_parse_u64("-F", optarg, 1, 100000, &v))
+				return EXIT_USAGE;
+			o->prof.freq_hz = v;
+			break;
+		case 'p':
+			n = cli_parse_pids(optarg, o->pids + o->prof.npids, MAX_PIDS - o->prof.npids);
+			if (n < 0)
+				return EXIT_USAGE;
+			o->prof.npids += n;
+			break;
+		case OPT_CGROUP:
+			if (!cli_cgroup_id(optarg, &o->prof.cgroup_id))
+				return EXIT_USAGE;
+			break;
+		case OPT_MIN_BLOCK:
+			if (!cli_parse_u64("--min-block-us", optarg, 0, UINT64_MAX / 1000, &v))
+				return EXIT_USAGE;
+			o->prof.min_block_ns = v * 1000;
+			break;
+		case 'v':
+			log_verbose++;
+			break;
+		case OPT_HELP:
+			usage(stdout);
+			return -1;
+		default:
+			log_error("run: unknown or incomplete option '%s' (see aperture run --help)",
+				  argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		log_error("run: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (!o->want[PROFILER_ONCPU] && !o->want[PROFILER_OFFCPU])
+		o->want[PROFILER_ONCPU] = o->want[PROFILER_OFFCPU] = true;
+	o->prof.pids = o->pids;
+	return 0;
+}
+
+/* Loads, attaches and pins @ops, or takes over its pins. */
+static int open_one(struct daemon_opts *o, const struct profiler_ops *ops, struct profiler **out)
+{
+	int err;
+
+	if (pin_present(o->dir, ops->name)) {
+		err = profiler_open_pinned(out, ops, &o->prof, o->dir);
+		if (!err)
+			log_warn("%s: took over the pinned programs in %s (they kept counting)",
+				 ops->name, o->dir);
+		return err;
+	}
+	err = profiler_open(out, ops, &o->prof);
+	err = err ?: profiler_attach(*out);
+	err = err ?: profiler_pin(*out, o->dir);
+	return err;
+}
+
+int daemon_main(int argc, char **argv)
+{
+	struct profiler_shared shared = PROFILER_SHARED_INIT;
+	struct profiler *profs[PROFILER_MAX] = {};
+	struct daemon_opts o = {};
+	int err;
+
+	err = parse_args(&o, argc, argv);
+	if (err)
+		return err < 0 ? 0 : err;
+	if (!cli_check_environment())
+		return EXIT_RUNTIME;
+	if (o.unpin) {
+		err = pin_remove_all(o.dir);
+		if (!err)
+			fprintf(stderr, "aperture: removed everything pinned under %s\n", o.dir);
+		return err ? EXIT_RUNTIME : 0;
+	}
+	cli_libbpf_logging();
+	cli_install_signals();
+	if (pin_prepare_dir(o.dir))
+		return EXIT_RUNTIME;
+	o.prof.shared = &shared;
+	for (int i = 0; profilers[i]; i++) {
+		if (!o.want[profilers[i]->id])
+			continue;
+		err = open_one(&o, profilers[i], &profs[profilers[i]->id]);
+		if (err) {
+			log_error("%s: cannot start (%s); `aperture run --unpin --pin %s` removes a broken set",
+				  profilers[i]->name, strerror(-err), o.dir);
+			goto cleanup;
+		}
+	}
+	fprintf(stderr, "aperture: profiling; pinned under %s (cat %s/oncpu_folded)\n", o.dir, o.dir);
+	while (!cli_stop)
+		pause();
+	fprintf(stderr, "aperture: stopped; the programs keep running pinned under %s "
+		"(`aperture run --unpin --pin %s` removes them)\n", o.dir, o.dir);
+cleanup:
+	for (int i = 0; i < PROFILER_MAX; i++)
+		profiler_close(profs[i]);
+	profiler_shared_close(&shared);
+	return err ? EXIT_RUNTIME : 0;
+}
