@@ -2,7 +2,9 @@
 /*
  * Context-switch-heavy benchmark workload: two threads pass one byte back and
  * forth over a pair of pipes for SECONDS; every round trip blocks each thread
- * once, i.e. at least two context switches.  Prints round trips per second.
+ * once, i.e. at least two context switches.  Prints round trips per second
+ * and per CPU-second of the process (user + system, where the sched_switch
+ * programs of an off-CPU profiler run).
  *
  * usage: pingpong SECONDS
  */
@@ -20,12 +22,17 @@
 static int ping[2], pong[2];	/* main -> echo, echo -> main */
 static atomic_int stop;
 
-static double now_sec(void)
+static double clock_sec(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double now_sec(void)
+{
+	return clock_sec(CLOCK_MONOTONIC);
 }
 
 static __attribute__((noinline)) int pass_byte(int in, int out)
@@ -39,7 +46,7 @@ static __attribute__((noinline)) int pass_byte(int in, int out)
 	return 0;
 }
 
-static void *echo_main(void *arg)
+static void *echo_main(void *arg __attribute__((unused)))
 {
 	for (;;) {
 		if (pass_byte(ping[0], -1))
@@ -56,7 +63,7 @@ int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 5;
 	uint64_t trips = 0;
-	double start, end, elapsed;
+	double start, end, elapsed, cpu;
 	pthread_t echo;
 
 	if (seconds <= 0) {
@@ -87,6 +94,8 @@ int main(int argc, char **argv)
 	if (write(ping[1], "x", 1) != 1)	/* wakes the echo thread to see stop */
 		return 1;
 	pthread_join(echo, NULL);
-	printf("trips_per_sec %.0f elapsed %.3f\n", trips / elapsed, elapsed);
+	cpu = clock_sec(CLOCK_PROCESS_CPUTIME_ID);
+	printf("trips_per_sec %.0f trips_per_cpu_sec %.0f elapsed %.3f\n",
+	       trips / elapsed, cpu > 0 ? trips / cpu : 0, elapsed);
 	return 0;
 }

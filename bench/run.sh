@@ -143,7 +143,7 @@ bpf_stats_of() {
 }
 
 # measure VARIANT WORKLOAD STATS: one run; leaves the workload's throughput
-# (or "fail") in $W/rate; with STATS=1 also leaves the profiler's last
+# per wall second and per CPU-second (or "fail fail") in $W/rate; with STATS=1 also leaves the profiler's last
 # bpf_stats reading in $W/stats.VARIANT.  Runs in the main shell (not in $(...))
 # so that the EXIT trap knows every process it started.
 measure() {
@@ -156,7 +156,7 @@ measure() {
 		if ! wait_ready "$v" "$ppid"; then
 			log "bench: $v did not start: $(tail -n 2 "$out.stderr" | tr '\n' ' ')"
 			stop_profiler "$ppid"
-			echo fail >"$W/rate"
+			echo fail fail >"$W/rate"
 			return 0
 		fi
 		mapfile -t ids < <(prog_ids_of "$ppid")
@@ -175,8 +175,8 @@ measure() {
 		awk -v a="$READY_T" -v b="$(date +%s.%N)" 'BEGIN { print b - a }' >"$W/stats.$v.secs"
 	[ -n "$ppid" ] && { kill -0 "$ppid" 2>/dev/null || log "bench: $v exited during the run"; stop_profiler "$ppid"; }
 	rm -f "$out".*
-	rate=$(awk '/_per_sec/ { print $2 }' "$W/wl.out")
-	echo "${rate:-fail}" >"$W/rate"
+	rate=$(awk '/_per_sec/ { print $2, $4 }' "$W/wl.out")
+	echo "${rate:-fail fail}" >"$W/rate"
 }
 
 # rounds WORKLOAD VARIANTS...: interleaved rounds, the order rotated each round
@@ -199,38 +199,55 @@ rounds() {
 	done
 }
 
-# Median of the per-round ratios VARIANT/none: pairs runs close in time.
-ratio_of() {
+# ratios VARIANT COLUMN: per-round ratios VARIANT/none of a column of the
+# results (2: per wall second, 3: per CPU-second); pairs runs close in time.
+ratios() {
 	join <(sort "$W/res.$1") <(sort "$W/res.none") 2>/dev/null |
-		awk '$2 != "fail" && $3 != "fail" && $3 > 0 { print $2 / $3 }'
+		awk -v c="$2" '$c != "fail" && $(c + 2) != "fail" && $(c + 2) > 0 { print $c / $(c + 2) }'
+}
+
+# ratio_summary VARIANT COLUMN: "median min max" of the per-round ratios.
+ratio_summary() {
+	local rs
+	rs=$(ratios "$1" "$2")
+	[ -n "$rs" ] || { echo "n/a n/a n/a"; return; }
+	echo "$(echo "$rs" | median) $(echo "$rs" | sort -g | head -n1) $(echo "$rs" | sort -g | tail -n1)"
+}
+
+# ratio_cell MEDIAN MIN MAX: "0.9981 (0.99..1.00) 0.19%"
+ratio_cell() {
+	[ "$1" = n/a ] && { printf '%-29s' n/a; return; }
+	printf '%-29s' "$(printf '%.4f %.4f..%.4f %5.2f%%' "$1" "$2" "$3" \
+		"$(awk -v r="$1" 'BEGIN { print (1 - r) * 100 }')")"
 }
 
 print_table() {
-	local title=$1 unit=$2 v med rs r_med r_min r_max slow
+	local title=$1 unit=$2 v med spread wm wn wx cm cn cx
 	shift 2
 	printf '\n%s\n' "$title"
-	printf '  %-14s %14s %10s %18s %10s\n' variant "median $unit" ratio "ratio min..max" slowdown
+	printf '  %-13s %13s  %-29s  %-29s\n' "" "median" "per wall second" "per CPU-second"
+	printf '  %-13s %13s  %-29s  %-29s\n' variant "$unit" "ratio min..max slowdown" "ratio min..max slowdown"
 	for v in "$@"; do
 		if ! available "$v" || ! grep -qv fail "$W/res.$v" 2>/dev/null; then
-			printf '  %-14s %14s %10s %18s %10s\n' "$v" n/a n/a n/a n/a
+			printf '  %-13s %13s  %-29s  %-29s\n' "$v" n/a n/a n/a
 			continue
 		fi
 		med=$(awk '$2 != "fail" { print $2 }' "$W/res.$v" | median)
 		if [ "$v" = none ]; then
-			rs=$(awk '$2 != "fail" { print $2 }' "$W/res.none" | sort -g | awk -v m="$med" '
-				{ v[NR] = $1 } END { printf "%.2f%%", NR ? (v[NR] - v[1]) / m * 100 : 0 }')
-			printf '  %-14s %14.0f %10s %18s %10s   (spread of unprofiled runs: %s)\n' \
-				none "$med" 1 - - "$rs"
+			spread=$(for c in 2 3; do
+				awk -v c="$c" '$c != "fail" { print $c }' "$W/res.none" | sort -g |
+					awk '{ v[NR] = $1 } END { if (NR) printf "%.2f%% ", (v[NR] - v[1]) / v[int((NR + 1) / 2)] * 100 }'
+			done)
+			printf '  %-13s %13.0f  %-29s  %-29s\n' none "$med" \
+				"spread $(echo "$spread" | cut -d' ' -f1)" "spread $(echo "$spread" | cut -d' ' -f2)"
 			continue
 		fi
-		rs=$(ratio_of "$v")
-		r_med=$(echo "$rs" | median)
-		r_min=$(echo "$rs" | sort -g | head -n1)
-		r_max=$(echo "$rs" | sort -g | tail -n1)
-		slow=$(awk -v r="$r_med" 'BEGIN { printf "%.2f%%", (1 - r) * 100 }')
-		printf '  %-14s %14.0f %10.4f %18s %10s\n' "$v" "$med" "$r_med" \
-			"$(printf '%.4f..%.4f' "$r_min" "$r_max")" "$slow"
-		echo "$r_med" >"$W/ratio.$v"
+		read -r wm wn wx < <(ratio_summary "$v" 2)
+		read -r cm cn cx < <(ratio_summary "$v" 3)
+		printf '  %-13s %13.0f  %s  %s\n' "$v" "$med" "$(ratio_cell "$wm" "$wn" "$wx")" \
+			"$(ratio_cell "$cm" "$cn" "$cx")"
+		[ "$wm" != n/a ] && echo "$wm" >"$W/ratio.$v"
+		[ "$cm" != n/a ] && echo "$cm" >"$W/cratio.$v"
 	done
 }
 
@@ -250,7 +267,7 @@ stats_run() {
 		return
 	fi
 	set -- $line
-	printf '  %-30s %12s %12.0f %12.0f\n' "$label ($2)" "$4" "$(awk -v c="$4" -v d="$(cat "$W/stats.$v.secs")" 'BEGIN { print d > 0 ? c / d : 0 }')" \
+	printf '  %-30s %12s %12.0f %12.0f\n' "$label ($2)" "$4" "$(awk -v c="$4" -v d="$(cat "$W/stats.$v.secs")" 'BEGIN { print (d > 0) ? c / d : 0 }')" \
 		"$(awk -v t="$3" -v c="$4" 'BEGIN { print t / c }')"
 	awk -v t="$3" -v c="$4" 'BEGIN { print t / c }' >"$W/ns.$v"
 }
@@ -296,23 +313,32 @@ goal() {	# goal VERDICT TEXT
 	printf '  [%s] %s\n' "$1" "$2"
 }
 
-print_goals() {
-	local ap pf rss ns_a ns_o
-	printf '\nGoals (load average at the end: %s)\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
-	ap=$(cat "$W/ratio.aperture" 2>/dev/null)
-	pf=$(cat "$W/ratio.perf" 2>/dev/null)
+pct() { awk -v r="$1" 'BEGIN { printf "%.2f%%", (1 - r) * 100 }'; }
+
+# oncpu_goals KIND FILEPREFIX: the two on-CPU goals for one kind of ratio.
+oncpu_goals() {
+	local kind=$1 ap pf
+	ap=$(cat "$W/$2.aperture" 2>/dev/null)
+	pf=$(cat "$W/$2.perf" 2>/dev/null)
 	if [ -z "$ap" ]; then
-		goal n/a "on-CPU slowdown < 0.5% at $HZ Hz (aperture did not run)"
+		goal n/a "on-CPU slowdown < 0.5% at $HZ Hz, $kind (aperture did not run)"
 	else
 		goal "$(awk -v r="$ap" 'BEGIN { print (1 - r < 0.005) ? "PASS" : "MISS" }')" \
-			"on-CPU slowdown < 0.5% at $HZ Hz: $(awk -v r="$ap" 'BEGIN { printf "%.2f%%", (1 - r) * 100 }')"
+			"on-CPU slowdown < 0.5% at $HZ Hz, $kind: $(pct "$ap")"
 	fi
 	if [ -z "$ap" ] || [ -z "$pf" ]; then
-		goal n/a "on-CPU slowdown no worse than perf's"
+		goal n/a "on-CPU slowdown no worse than perf's, $kind"
 	else
 		goal "$(awk -v a="$ap" -v p="$pf" 'BEGIN { print (a >= p) ? "PASS" : "MISS" }')" \
-			"on-CPU slowdown no worse than perf's: aperture $(awk -v r="$ap" 'BEGIN { printf "%.2f%%", (1 - r) * 100 }'), perf $(awk -v r="$pf" 'BEGIN { printf "%.2f%%", (1 - r) * 100 }')"
+			"on-CPU slowdown no worse than perf's, $kind: aperture $(pct "$ap"), perf $(pct "$pf")"
 	fi
+}
+
+print_goals() {
+	local rss ns_a ns_o
+	printf '\nGoals (load average at the end: %s)\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+	oncpu_goals "per wall second" ratio
+	oncpu_goals "per CPU-second" cratio
 	rss=$(cat "$W/rss.aperture" 2>/dev/null)
 	if [ -z "$rss" ]; then
 		goal n/a "loader peak RSS < 16 MB"
@@ -328,7 +354,8 @@ print_goals() {
 		goal "$(awk -v a="$ns_a" -v o="$ns_o" 'BEGIN { print (a <= o) ? "PASS" : "MISS" }')" \
 			"off-CPU BPF cost per switch no higher than offcputime's: $(printf '%.0f' "$ns_a") ns vs $(printf '%.0f' "$ns_o") ns"
 	fi
-	printf '  (a ratio difference smaller than the spread of the unprofiled runs is noise)\n'
+	printf '  (a slowdown or a difference smaller than the spread of the unprofiled runs is noise;\n'
+	printf '   per CPU-second leaves out the loader'"'"'s own CPU time, which table 3 shows)\n'
 }
 
 # ---------------------------------------------------------------- main

@@ -61,6 +61,7 @@ const struct profiler_ops profiler_offcpu = {
 	.nvalues = 2,
 	.value_types = { { "switches", "count" }, { "offcpu", "nanoseconds" } },
 	.default_value = 1,
+	.top_by_user_leaf = true,
 	.period_type = { "offcpu", "nanoseconds" },
 	.to_values = offcpu_to_values,
 	.period = offcpu_period,

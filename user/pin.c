@@ -35,7 +35,12 @@ int pin_prepare_dir(const char *dir)
 		log_warn("mounted bpffs on %s (it was not mounted)", BPFFS_ROOT);
 	}
 	if (mkdir(dir, 0700) && errno != EEXIST) {
-		log_error("cannot create %s: %s", dir, strerror(errno));
+		const char *base = strrchr(dir, '/');
+
+		if (errno == EPERM && strchr(base ? base : dir, '.'))
+			log_error("cannot create %s: bpffs does not allow '.' in names", dir);
+		else
+			log_error("cannot create %s: %s", dir, strerror(errno));
 		return -errno;
 	}
 	if (!is_bpffs(dir)) {

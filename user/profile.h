@@ -42,6 +42,7 @@ struct profile {
 	int nvalues;
 	struct value_type value_types[PROFILE_MAX_VALUES];
 	int default_value;		/* index folded/svg weigh by unless told otherwise */
+	bool top_by_user_leaf;		/* top lists rank the innermost user frame (off-CPU) */
 	struct value_type period_type;
 	int64_t period;
 	int64_t time_ns;		/* wall-clock start, ns since the epoch */

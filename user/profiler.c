@@ -363,6 +363,7 @@ void profiler_profile_init(const struct profiler *p, struct profile *prof, struc
 	prof->nvalues = ops->nvalues;
 	memcpy(prof->value_types, ops->value_types, sizeof(prof->value_types));
 	prof->default_value = ops->default_value;
+	prof->top_by_user_leaf = ops->top_by_user_leaf;
 	prof->period_type = ops->period_type;
 	prof->period = ops->period(p);
 }

@@ -63,6 +63,7 @@ struct profiler_ops {
 	int nvalues;
 	struct value_type value_types[PROFILE_MAX_VALUES];
 	int default_value;
+	bool top_by_user_leaf;		/* see struct profile */
 	struct value_type period_type;
 	void (*to_values)(const struct profiler *p, const uint64_t *raw, uint64_t *values);
 	int64_t (*period)(const struct profiler *p);

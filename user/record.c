@@ -53,6 +53,7 @@ struct record_run {
 	struct ring_buffer *events;	/* every profiler's notifications */
 	pid_t child;
 	int child_go_fd;		/* write end: the child execs when it closes */
+	int child_status_fd;		/* read end: errno of a failed exec, EOF on success */
 	uint64_t start_ns;
 };
 
@@ -303,29 +304,63 @@ static int check_outputs(struct record_opts *o)
 	return 0;
 }
 
-/* Forks COMMAND stopped on a pipe: it execs once the profilers are attached. */
+/*
+ * Forks COMMAND held on a pipe: it execs once the profilers are attached.
+ * A second, close-on-exec pipe carries the errno of a failed exec back.
+ */
 static int spawn_command(struct record_run *run)
 {
-	int go[2];
+	int go[2], status[2];
 	char byte;
 
 	if (pipe2(go, O_CLOEXEC))
 		return -errno;
+	if (pipe2(status, O_CLOEXEC)) {
+		close(go[0]);
+		close(go[1]);
+		return -errno;
+	}
 	run->child = fork();
 	if (run->child < 0)
 		return -errno;
 	if (run->child == 0) {
+		int err;
+
 		close(go[1]);
+		close(status[0]);
 		if (read(go[0], &byte, 1) < 0)
 			_exit(127);
 		execvp(run->opts.command[0], run->opts.command);
-		fprintf(stderr, "aperture: cannot run %s: %s\n", run->opts.command[0], strerror(errno));
+		err = errno;
+		if (write(status[1], &err, sizeof(err)) < 0)
+			_exit(127);
 		_exit(127);
 	}
 	close(go[0]);
+	close(status[1]);
 	run->child_go_fd = go[1];
+	run->child_status_fd = status[0];
 	run->opts.pids[run->opts.prof.npids++] = run->child;
 	return 0;
+}
+
+/* Lets the command exec; false (after an error) when the exec failed. */
+static bool release_command(struct record_run *run)
+{
+	int err = 0;
+	ssize_t n;
+
+	close(run->child_go_fd);
+	run->child_go_fd = -1;
+	do {
+		n = read(run->child_status_fd, &err, sizeof(err));
+	} while (n < 0 && errno == EINTR);
+	close(run->child_status_fd);
+	run->child_status_fd = -1;
+	if (n <= 0)
+		return true;	/* EOF: the exec closed the pipe */
+	log_error("cannot run %s: %s", run->opts.command[0], strerror(err));
+	return false;
 }
 
 static int open_profilers(struct record_run *run)
@@ -554,6 +589,19 @@ static int by_weight_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/*
+ * What a top list ranks by: the leaf, except for off-CPU time, whose kernel
+ * leaf is always the scheduler: there the innermost user frame says who waits.
+ */
+static const char *top_frame_name(const struct profile *prof, const struct profile_sample *s)
+{
+	if (s->nkernel + s->nuser == 0)
+		return "[no stack]";
+	if (prof->top_by_user_leaf && s->nuser)
+		return s->frames[s->nkernel].sym.name;
+	return s->frames[0].sym.name;
+}
+
 /* The hottest leaf functions of one profile, on stdout. */
 static void print_top(const struct profile *prof, int value_index, size_t top)
 {
@@ -565,9 +613,7 @@ static void print_top(const struct profile *prof, int value_index, size_t top)
 		return;
 	for (size_t i = 0; i < prof->nsamples; i++) {
 		const struct profile_sample *s = &prof->samples[i];
-		struct leaf_weight probe = {
-			.name = s->nkernel + s->nuser ? s->frames[0].sym.name : "[no stack]",
-		};
+		struct leaf_weight probe = { .name = top_frame_name(prof, s) };
 		struct leaf_weight **slot = tsearch(&probe, &root, leaf_cmp);
 
 		if (!slot)
@@ -589,8 +635,8 @@ static void print_top(const struct profile *prof, int value_index, size_t top)
 		goto cleanup;
 	twalk(root, collect_leaf);
 	qsort(top_table, top_count, sizeof(*top_table), by_weight_desc);
-	printf("%s: top %zu functions by self %s\n", prof->title, top < top_count ? top : top_count,
-	       prof->value_types[value_index].type);
+	printf("%s: top %zu functions by %s %s\n", prof->title, top < top_count ? top : top_count,
+	       prof->top_by_user_leaf ? "innermost user frame," : "self", prof->value_types[value_index].type);
 	for (size_t i = 0; i < top && i < top_count; i++)
 		printf("  %6.2f%%  %12" PRIu64 "  %s\n", 100.0 * top_table[i].weight / total,
 		       top_table[i].weight, top_table[i].name);
@@ -608,8 +654,10 @@ static void run_cleanup(struct record_run *run)
 	}
 	ring_buffer__free(run->events);
 	profiler_shared_close(&run->shared);
-	if (run->child_go_fd > 0)
+	if (run->child_go_fd >= 0)
 		close(run->child_go_fd);
+	if (run->child_status_fd >= 0)
+		close(run->child_status_fd);
 	if (run->child > 0) {
 		kill(run->child, SIGTERM);
 		waitpid(run->child, NULL, 0);
@@ -619,7 +667,9 @@ static void run_cleanup(struct record_run *run)
 
 int record_main(int argc, char **argv)
 {
-	struct record_run run = { .child_go_fd = -1, .shared = PROFILER_SHARED_INIT };
+	struct record_run run = {
+		.child_go_fd = -1, .child_status_fd = -1, .shared = PROFILER_SHARED_INIT,
+	};
 	struct record_opts *o = &run.opts;
 	int err;
 
@@ -632,6 +682,10 @@ int record_main(int argc, char **argv)
 	}
 	if (!o->command && !o->duration_s)
 		o->duration_s = 10;
+	if (o->prof.max_block_ns && o->prof.min_block_ns > o->prof.max_block_ns) {
+		log_error("--min-block-us is above --max-block-us: nothing could be counted");
+		return EXIT_USAGE;
+	}
 	if (!count_wanted(o))
 		want_profiler(o, "oncpu");
 	err = check_outputs(o);
@@ -656,9 +710,11 @@ int record_main(int argc, char **argv)
 	run.start_ns = now_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < run.nprofs; i++)
 		run.profiles[i].time_ns = now_ns(CLOCK_REALTIME);
-	if (run.child_go_fd >= 0) {
-		close(run.child_go_fd);	/* let the command exec */
-		run.child_go_fd = -1;
+	if (run.child_go_fd >= 0 && !release_command(&run)) {
+		waitpid(run.child, NULL, 0);
+		run.child = 0;
+		err = EXIT_RUNTIME;
+		goto cleanup;
 	}
 	err = record_loop(&run) ? EXIT_RUNTIME : 0;
 	for (int i = 0; i < run.nprofs; i++)

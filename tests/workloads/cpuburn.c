@@ -73,10 +73,19 @@ static void *burn_thread(void *arg)
 	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(run_seconds * 1e9);
 
 	(void)arg;
+	unsigned int seed = (unsigned int)now_ns(CLOCK_MONOTONIC);
+
 	while (now_ns(CLOCK_MONOTONIC) < end) {
-		burn_50(5000000);
-		burn_30(3000000);
-		burn_20(2000000);
+		/*
+		 * A 10 ms round would alias with 99 Hz sampling (period 10.1 ms):
+		 * scale each round by a random 0.5..1.5 so that samples fall at
+		 * random phases, keeping the 50/30/20 split of every round.
+		 */
+		uint64_t unit = 500000 + rand_r(&seed) % 1000000;	/* ns per share point x10 */
+
+		burn_50(5 * unit);
+		burn_30(3 * unit);
+		burn_20(2 * unit);
 	}
 	return NULL;
 }

@@ -1,0 +1,123 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The pinned daemon: iterators, live steering through the control map with
+# bpftool (tools/aperture-ctl), takeover after kill -9 without loss, unpin.
+. "$(dirname "$0")/../lib.sh"
+require_root
+require_aperture
+require_workload cpuburn
+command -v bpftool >/dev/null || skip_all "bpftool missing"
+
+DIR=/sys/fs/bpf/aperture_test_$$	# bpffs refuses names with dots
+CTL="$TOP/tools/aperture-ctl"
+at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+
+# start_daemon ARGS: aperture run --pin $DIR ARGS in the background, waits for its pins
+start_daemon() {
+	local i
+	bg "$APERTURE" run --pin "$DIR" "$@"
+	DAEMON=$BG_PID
+	for ((i = 0; i < 100; i++)); do
+		[ -e "$DIR/oncpu_active" ] && [ -e "$DIR/oncpu_folded" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# comm_weight COMM: on-CPU samples of COMM in the kernel's totals, via the pinned iterator
+comm_weight() { cat "$DIR/oncpu_folded" | awk -v c="$1" -F';' '$1 == c { n = split($NF, a, " "); t += a[n] } END { print t + 0 }'; }
+# 1. Steering: target set changed with bpftool while running.
+cp "$WL/cpuburn" "$TMP/burn_a"; cp "$WL/cpuburn" "$TMP/burn_b"
+bg "$TMP/burn_a" 60; A=$BG_PID
+bg "$TMP/burn_b" 60; B=$BG_PID
+ok "daemon pins its maps" start_daemon --oncpu -p "$A"
+ok "pin directory is mode 0700" test "$(stat -c %a "$DIR")" = 700
+for f in control target_pids oncpu_counts_0 oncpu_counts_1 oncpu_active oncpu_totals oncpu_stacks oncpu_stats oncpu_events oncpu_folded; do
+	[ -e "$DIR/$f" ] || fail "pinned $f exists"
+done
+pass "every documented pin exists"
+sleep 2
+a1=$(comm_weight burn_a); b1=$(comm_weight burn_b)
+ge "target A counted" "$a1" 50
+is "B not counted while not a target" "$b1" 0
+"$CTL" -d "$DIR" target add "$B" >/dev/null
+"$CTL" -d "$DIR" target remove "$A" >/dev/null
+sleep 0.3
+a2=$(comm_weight burn_a); b2=$(comm_weight burn_b)
+sleep 2
+a3=$(comm_weight burn_a); b3=$(comm_weight burn_b)
+ge "after the switch B is counted" "$((b3 - b2))" 50
+ok "after the switch A is not (grew $((a3 - a2)))" test $((a3 - a2)) -le 2
+"$CTL" -d "$DIR" pause >/dev/null
+sleep 0.3; p1=$(comm_weight burn_b); sleep 1; p2=$(comm_weight burn_b)
+is "paused: nothing counted" "$((p2 - p1))" 0
+"$CTL" -d "$DIR" resume >/dev/null
+ok "aperture-ctl status names the fields" sh -c "'$CTL' -d '$DIR' status | grep -q '^filter_pids *1'"
+kill "$A" "$B"
+
+# 2. The iterator's folded output has the hot function with its share.
+#    Leaf user addresses are mapped to burn_* with nm and the PIE's load base.
+"$CTL" -d "$DIR" target remove "$B" >/dev/null
+bg "$WL/cpuburn" 30; W=$BG_PID
+"$CTL" -d "$DIR" target add "$W" >/dev/null
+sleep 5
+base=$(awk '$6 ~ /cpuburn$/ && $3 == "00000000" { split($1, r, "-"); print r[1]; exit }' "/proc/$W/maps")
+cat "$DIR/oncpu_folded" > "$TMP/iter.folded"
+kill "$W"
+ok "iterator lines are folded stacks" test "$(folded_bad_lines "$TMP/iter.folded")" -eq 0
+nm -S "$WL/cpuburn" | awk '$4 ~ /^burn_(50|30|20)$/' > "$TMP/syms"
+awk -v base="$base" -v syms="$TMP/syms" '
+	function hex(s,  v, i) { s = tolower(s); sub(/^0x/, "", s); v = 0
+		for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
+	BEGIN { while ((getline l < syms) > 0) { split(l, f, " "); n++; lo[n] = hex(f[1]); hi[n] = lo[n] + hex(f[2]); name[n] = f[4] } b = hex(base) }
+	$1 ~ /^cpuburn;/ { w = $NF; s = $0; sub(/ [0-9]+$/, "", s); k = split(s, fr, ";"); leaf = ""
+		for (i = k; i >= 2; i--) if (fr[i] !~ /_\[k\]$/) { leaf = fr[i]; break }
+		a = hex(leaf) - b; fn = "other"
+		for (j = 1; j <= n; j++) if (a >= lo[j] && a < hi[j]) fn = name[j]
+		t[fn] += w; tot += w }
+	END { for (x in t) printf "%s %.2f\n", x, 100 * t[x] / tot }' "$TMP/iter.folded" > "$TMP/shares"
+diag "iterator shares: $(tr '\n' ' ' < "$TMP/shares")"
+is_within "iterator: burn_50 share" 50 "$(awk '$1 == "burn_50" { print $2 }' "$TMP/shares")" 7
+is_within "iterator: burn_20 share" 20 "$(awk '$1 == "burn_20" { print $2 }' "$TMP/shares")" 7
+ok "iterator: kernel frames symbolized in the kernel" grep -q '_\[k\]' "$TMP/iter.folded"
+
+# 3. kill -9 the loader mid-run, restart it: the pinned programs kept counting,
+#    so the totals match the workload's own CPU time with no gap and no double count.
+"$CTL" -d "$DIR" target remove "$W" >/dev/null
+cp "$WL/cpuburn" "$TMP/burn_r"
+"$TMP/burn_r" 6 > "$TMP/burn_r.out" & R=$!
+"$CTL" -d "$DIR" target add "$R" >/dev/null
+sleep 2
+kill -9 "$DAEMON"; wait "$DAEMON" 2>/dev/null
+sleep 2
+ok "restart takes over the pins" start_daemon --oncpu
+wait "$R"	# cpuburn prints the CPU time it used: cpu_ns=N
+want=$(awk -v ns="$(kv "$TMP/burn_r.out" cpu_ns)" 'BEGIN { printf "%.0f\n", ns / 1e9 * 99 }')
+got=$(comm_weight burn_r)
+diag "restart: $got samples, workload used $(kv "$TMP/burn_r.out" cpu_ns) ns of CPU -> $want expected"
+ge "the workload ran" "$want" 200
+is_within "samples across kill -9 and restart = CPU time x 99 Hz (5%)" "$want" "$got" "$(( want / 20 + 3 ))"
+
+# 4. A layout-version mismatch is refused with the fix named.
+bytes=$(bpftool -j map lookup pinned "$DIR/control" key 0 0 0 0 | grep -o '"value":\[[^]]*\]' | grep -o '0x[0-9a-f]*' | sed 's/^0x//' | tail -n +5 | tr '\n' ' ')
+kill "$DAEMON"; wait "$DAEMON" 2>/dev/null
+bpftool map update pinned "$DIR/control" key 0 0 0 0 value hex 63 00 00 00 $bytes
+run_ap mismatch run --pin "$DIR" --oncpu
+is "layout mismatch exits 1" "$AP_RC" 1
+ok "layout mismatch names --unpin" grep -q -- '--unpin' "$TMP/mismatch.err"
+
+# 5. --unpin removes everything: no directory, no program, no map left.
+#    (By id: other aperture runs on this machine may have programs loaded.)
+prog_ids=$(for l in "$DIR"/oncpu_link_* "$DIR/oncpu_folded"; do bpftool -j link show pinned "$l" | grep -o '"prog_id":[0-9]*' | cut -d: -f2; done | sort -u | tr '\n' ' ')
+map_ids=$(for m in control target_pids oncpu_totals oncpu_stacks oncpu_counts_0; do bpftool -j map show pinned "$DIR/$m" | grep -o '"id":[0-9]*' | head -1 | cut -d: -f2; done | tr '\n' ' ')
+ok "found the pinned programs' ids ($prog_ids)" test -n "${prog_ids// /}"
+run_ap unpin run --unpin --pin "$DIR"
+is "--unpin exits 0" "$AP_RC" 0
+ok "pin directory gone" test ! -e "$DIR"
+sleep 0.5
+left=0
+for id in $prog_ids; do bpftool prog show id "$id" >/dev/null 2>&1 && left=$((left + 1)); done
+is "none of its programs is still loaded" "$left" 0
+left=0
+for id in $map_ids; do bpftool map show id "$id" >/dev/null 2>&1 && left=$((left + 1)); done
+is "none of its maps is still there" "$left" 0
+done_testing
