@@ -6,9 +6,15 @@
  * and per CPU-second of the process (user + system, where the sched_switch
  * programs of an off-CPU profiler run).
  *
- * usage: pingpong SECONDS
+ * Both threads are pinned to one CPU (the last one, or CPU; -1: no pinning):
+ * then every round trip is the same two switches on one run queue, and the
+ * rate does not swing with where the scheduler happens to put the threads.
+ *
+ * usage: pingpong SECONDS [CPU]
  */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -59,16 +65,31 @@ static void *echo_main(void *arg __attribute__((unused)))
 	return NULL;
 }
 
+/* Pins the calling thread, and so the threads it creates later, to one CPU. */
+static int pin_to_cpu(long cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 5;
+	long cpu = argc > 2 ? atol(argv[2]) : sysconf(_SC_NPROCESSORS_ONLN) - 1;
 	uint64_t trips = 0;
-	double start, end, elapsed, cpu;
+	double start, end, elapsed, cpu_seconds;
 	pthread_t echo;
 
 	if (seconds <= 0) {
-		fprintf(stderr, "usage: pingpong SECONDS\n");
+		fprintf(stderr, "usage: pingpong SECONDS [CPU]\n");
 		return 2;
+	}
+	if (cpu >= 0 && pin_to_cpu(cpu)) {
+		perror("sched_setaffinity");
+		return 1;
 	}
 	if (pipe(ping) || pipe(pong)) {
 		perror("pipe");
@@ -94,8 +115,8 @@ int main(int argc, char **argv)
 	if (write(ping[1], "x", 1) != 1)	/* wakes the echo thread to see stop */
 		return 1;
 	pthread_join(echo, NULL);
-	cpu = clock_sec(CLOCK_PROCESS_CPUTIME_ID);
+	cpu_seconds = clock_sec(CLOCK_PROCESS_CPUTIME_ID);
 	printf("trips_per_sec %.0f trips_per_cpu_sec %.0f elapsed %.3f\n",
-	       trips / elapsed, cpu > 0 ? trips / cpu : 0, elapsed);
+	       trips / elapsed, cpu_seconds > 0 ? trips / cpu_seconds : 0, elapsed);
 	return 0;
 }

@@ -15,8 +15,9 @@ at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
 # start_daemon ARGS: aperture run --pin $DIR ARGS in the background, waits for its pins
 start_daemon() {
 	local i
-	bg "$APERTURE" run --pin "$DIR" "$@"
-	DAEMON=$BG_PID
+	"$APERTURE" run --pin "$DIR" "$@" 2>>"$TMP/daemon.err" &
+	DAEMON=$!
+	_bg_pids+=("$DAEMON")
 	for ((i = 0; i < 100; i++)); do
 		[ -e "$DIR/oncpu_active" ] && [ -e "$DIR/oncpu_folded" ] && return 0
 		sleep 0.1
