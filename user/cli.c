@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
+#include "profiler.h"
 #include "util.h"
 
 #ifndef CAP_PERFMON
@@ -165,4 +166,86 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 void cli_libbpf_logging(void)
 {
 	libbpf_set_print(libbpf_log);
+}
+
+void cli_profiler_defaults(struct profiler_opts *o)
+{
+	o->freq_hz = 99;
+	o->min_block_ns = 1000;
+	o->state_mask = BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE;
+}
+
+static bool parse_state(const char *arg, uint32_t *mask)
+{
+	static const struct { const char *name; uint32_t mask; } states[] = {
+		{ "blocked", BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE },
+		{ "interruptible", BLOCK_STATE_INTERRUPTIBLE },
+		{ "uninterruptible", BLOCK_STATE_UNINTERRUPTIBLE },
+		{ "all", BLOCK_STATE_RUNNING | BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE },
+	};
+
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		if (strcmp(arg, states[i].name) == 0) {
+			*mask = states[i].mask;
+			return true;
+		}
+	}
+	log_error("--state: '%s' is not one of blocked, interruptible, uninterruptible, all", arg);
+	return false;
+}
+
+int cli_profiler_option(int c, const char *arg, struct profiler_opts *o, uint32_t *pids, int max_pids)
+{
+	uint64_t v;
+	int n;
+
+	switch (c) {
+	case 'F':
+		if (!cli_parse_u64("-F", arg, 1, 100000, &v))
+			return -1;
+		o->freq_hz = v;
+		return 1;
+	case 'p':
+		n = cli_parse_pids(arg, pids + o->npids, max_pids - o->npids);
+		if (n < 0)
+			return -1;
+		o->npids += n;
+		o->pids = pids;
+		return 1;
+	case CLI_OPT_CGROUP:
+		return cli_cgroup_id(arg, &o->cgroup_id) ? 1 : -1;
+	case 'U':
+	case 'K':
+		if (o->stack_mode != STACK_MODE_BOTH) {
+			log_error("-U and -K exclude each other");
+			return -1;
+		}
+		o->stack_mode = c == 'U' ? STACK_MODE_USER : STACK_MODE_KERNEL;
+		return 1;
+	case CLI_OPT_IDLE:
+		o->include_idle = true;
+		return 1;
+	case CLI_OPT_MIN_BLOCK:
+		if (!cli_parse_u64("--min-block-us", arg, 0, UINT64_MAX / 1000, &v))
+			return -1;
+		o->min_block_ns = v * 1000;
+		return 1;
+	case CLI_OPT_MAX_BLOCK:
+		if (!cli_parse_u64("--max-block-us", arg, 1, UINT64_MAX / 1000, &v))
+			return -1;
+		o->max_block_ns = v * 1000;
+		return 1;
+	case CLI_OPT_STATE:
+		return parse_state(arg, &o->state_mask) ? 1 : -1;
+	}
+	return 0;
+}
+
+bool cli_profiler_check(const struct profiler_opts *o)
+{
+	if (o->max_block_ns && o->min_block_ns > o->max_block_ns) {
+		log_error("--min-block-us is above --max-block-us: nothing could be counted");
+		return false;
+	}
+	return true;
 }

@@ -10,6 +10,35 @@
 #define EXIT_USAGE 2
 #define EXIT_RUNTIME 1
 
+struct profiler_opts;
+
+/* Long-only option codes of the profiler options every profiling command takes. */
+enum {
+	CLI_OPT_CGROUP = 200, CLI_OPT_IDLE, CLI_OPT_MIN_BLOCK, CLI_OPT_MAX_BLOCK, CLI_OPT_STATE,
+};
+#define CLI_PROFILER_SHORT "F:p:UK"
+#define CLI_PROFILER_LONG_OPTIONS						\
+	{ "freq", required_argument, NULL, 'F' },				\
+	{ "pid", required_argument, NULL, 'p' },				\
+	{ "cgroup", required_argument, NULL, CLI_OPT_CGROUP },			\
+	{ "user-only", no_argument, NULL, 'U' },				\
+	{ "kernel-only", no_argument, NULL, 'K' },				\
+	{ "include-idle", no_argument, NULL, CLI_OPT_IDLE },			\
+	{ "min-block-us", required_argument, NULL, CLI_OPT_MIN_BLOCK },		\
+	{ "max-block-us", required_argument, NULL, CLI_OPT_MAX_BLOCK },		\
+	{ "state", required_argument, NULL, CLI_OPT_STATE }
+
+/* Defaults: 99 Hz, min block 1 us, blocked states. */
+void cli_profiler_defaults(struct profiler_opts *o);
+/*
+ * Handles option @c if it is one of CLI_PROFILER_LONG_OPTIONS; pids land in
+ * @pids (room for @max_pids).  Returns 1 (handled), 0 (not a profiler option)
+ * or -1 (bad value, one line printed).
+ */
+int cli_profiler_option(int c, const char *arg, struct profiler_opts *o, uint32_t *pids, int max_pids);
+/* Checks across options (min vs max block); false after an error. */
+bool cli_profiler_check(const struct profiler_opts *o);
+
 /* Parses a decimal number in [min, max]; false (after a one-line error naming @what) if not. */
 bool cli_parse_u64(const char *what, const char *arg, uint64_t min, uint64_t max, uint64_t *out);
 /* "123,456": every pid must exist.  Returns the count, or -1 after an error. */

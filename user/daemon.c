@@ -28,17 +28,14 @@ struct daemon_opts {
 	bool want[PROFILER_MAX];
 };
 
-enum { OPT_PIN = 256, OPT_UNPIN, OPT_ONCPU, OPT_OFFCPU, OPT_CGROUP, OPT_MIN_BLOCK, OPT_HELP };
+enum { OPT_PIN = 256, OPT_UNPIN, OPT_ONCPU, OPT_OFFCPU, OPT_HELP };
 
 static const struct option long_options[] = {
+	CLI_PROFILER_LONG_OPTIONS,
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "unpin", no_argument, NULL, OPT_UNPIN },
 	{ "oncpu", no_argument, NULL, OPT_ONCPU },
 	{ "offcpu", no_argument, NULL, OPT_OFFCPU },
-	{ "freq", required_argument, NULL, 'F' },
-	{ "pid", required_argument, NULL, 'p' },
-	{ "cgroup", required_argument, NULL, OPT_CGROUP },
-	{ "min-block-us", required_argument, NULL, OPT_MIN_BLOCK },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -59,23 +56,25 @@ static void usage(FILE *out)
 "  -F HZ                 on-CPU frequency (default 99)\n"
 "  -p PID[,PID...]       initial target set (default: every process)\n"
 "  --cgroup PATH         only tasks of this cgroup v2 directory\n"
-"  --min-block-us N      off-CPU minimum block time (default 1)\n"
+"  --min-block-us N, --max-block-us N, --state S, -U, -K, --include-idle: as for record\n"
 "  --unpin               detach and remove everything pinned under DIR, then exit\n", PIN_DEFAULT_DIR);
 }
 
 static int parse_args(struct daemon_opts *o, int argc, char **argv)
 {
-	uint64_t v;
-	int c, n;
+	int c, handled;
 
 	o->dir = PIN_DEFAULT_DIR;
-	o->prof.freq_hz = 99;
-	o->prof.min_block_ns = 1000;
-	o->prof.state_mask = BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE;
+	cli_profiler_defaults(&o->prof);
 	o->prof.keep_totals = true;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "F:p:v", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, CLI_PROFILER_SHORT "v", long_options, NULL)) != -1) {
+		handled = cli_profiler_option(c, optarg, &o->prof, o->pids, MAX_PIDS);
+		if (handled < 0)
+			return EXIT_USAGE;
+		if (handled)
+			continue;
 		switch (c) {
 		case OPT_PIN:
 			o->dir = optarg;
@@ -88,26 +87,6 @@ static int parse_args(struct daemon_opts *o, int argc, char **argv)
 			break;
 		case OPT_OFFCPU:
 			o->want[PROFILER_OFFCPU] = true;
-			break;
-		case 'F':
-			if (!cli_parse_u64("-F", optarg, 1, 100000, &v))
-				return EXIT_USAGE;
-			o->prof.freq_hz = v;
-			break;
-		case 'p':
-			n = cli_parse_pids(optarg, o->pids + o->prof.npids, MAX_PIDS - o->prof.npids);
-			if (n < 0)
-				return EXIT_USAGE;
-			o->prof.npids += n;
-			break;
-		case OPT_CGROUP:
-			if (!cli_cgroup_id(optarg, &o->prof.cgroup_id))
-				return EXIT_USAGE;
-			break;
-		case OPT_MIN_BLOCK:
-			if (!cli_parse_u64("--min-block-us", optarg, 0, UINT64_MAX / 1000, &v))
-				return EXIT_USAGE;
-			o->prof.min_block_ns = v * 1000;
 			break;
 		case 'v':
 			log_verbose++;
@@ -125,6 +104,8 @@ static int parse_args(struct daemon_opts *o, int argc, char **argv)
 		log_error("run: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (!cli_profiler_check(&o->prof))
+		return EXIT_USAGE;
 	if (!o->want[PROFILER_ONCPU] && !o->want[PROFILER_OFFCPU])
 		o->want[PROFILER_ONCPU] = o->want[PROFILER_OFFCPU] = true;
 	o->prof.pids = o->pids;

@@ -57,24 +57,13 @@ struct record_run {
 	uint64_t start_ns;
 };
 
-enum {
-	OPT_CGROUP = 256, OPT_IDLE, OPT_ONCPU, OPT_OFFCPU, OPT_MIN_BLOCK, OPT_MAX_BLOCK,
-	OPT_STATE, OPT_WEIGHT, OPT_FORMAT, OPT_TOP, OPT_HELP, OPT_VERSION,
-};
+enum { OPT_ONCPU = 256, OPT_OFFCPU, OPT_WEIGHT, OPT_FORMAT, OPT_TOP, OPT_HELP, OPT_VERSION };
 
 static const struct option long_options[] = {
-	{ "freq", required_argument, NULL, 'F' },
-	{ "pid", required_argument, NULL, 'p' },
-	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	CLI_PROFILER_LONG_OPTIONS,
 	{ "duration", required_argument, NULL, 'd' },
-	{ "user-only", no_argument, NULL, 'U' },
-	{ "kernel-only", no_argument, NULL, 'K' },
-	{ "include-idle", no_argument, NULL, OPT_IDLE },
 	{ "oncpu", no_argument, NULL, OPT_ONCPU },
 	{ "offcpu", no_argument, NULL, OPT_OFFCPU },
-	{ "min-block-us", required_argument, NULL, OPT_MIN_BLOCK },
-	{ "max-block-us", required_argument, NULL, OPT_MAX_BLOCK },
-	{ "state", required_argument, NULL, OPT_STATE },
 	{ "weight", required_argument, NULL, OPT_WEIGHT },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, OPT_FORMAT },
@@ -121,25 +110,6 @@ static void usage(FILE *out)
 "      --help, --version\n", exporter_names());
 }
 
-static bool parse_state(const char *arg, uint32_t *mask)
-{
-	static const struct { const char *name; uint32_t mask; } states[] = {
-		{ "blocked", BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE },
-		{ "interruptible", BLOCK_STATE_INTERRUPTIBLE },
-		{ "uninterruptible", BLOCK_STATE_UNINTERRUPTIBLE },
-		{ "all", BLOCK_STATE_RUNNING | BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE },
-	};
-
-	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
-		if (strcmp(arg, states[i].name) == 0) {
-			*mask = states[i].mask;
-			return true;
-		}
-	}
-	log_error("--state: '%s' is not one of blocked, interruptible, uninterruptible, all", arg);
-	return false;
-}
-
 static void want_profiler(struct record_opts *o, const char *name)
 {
 	for (int i = 0; profilers[i]; i++)
@@ -150,66 +120,28 @@ static void want_profiler(struct record_opts *o, const char *name)
 /* Returns 0 to go on, or an exit code (0 after --help). */
 static int parse_args(struct record_opts *o, int argc, char **argv)
 {
-	uint64_t v;
-	int c, n;
+	int c, handled;
 
-	o->prof.freq_hz = 99;
-	o->prof.min_block_ns = 1000;
-	o->prof.state_mask = BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE;
+	cli_profiler_defaults(&o->prof);
 	o->top = 15;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+F:p:d:UKo:v", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+" CLI_PROFILER_SHORT "d:o:v", long_options, NULL)) != -1) {
+		handled = cli_profiler_option(c, optarg, &o->prof, o->pids, MAX_PIDS);
+		if (handled < 0)
+			return EXIT_USAGE;
+		if (handled)
+			continue;
 		switch (c) {
-		case 'F':
-			if (!cli_parse_u64("-F", optarg, 1, 100000, &v))
-				return EXIT_USAGE;
-			o->prof.freq_hz = v;
-			break;
-		case 'p':
-			n = cli_parse_pids(optarg, o->pids + o->prof.npids, MAX_PIDS - o->prof.npids);
-			if (n < 0)
-				return EXIT_USAGE;
-			o->prof.npids += n;
-			break;
-		case OPT_CGROUP:
-			if (!cli_cgroup_id(optarg, &o->prof.cgroup_id))
-				return EXIT_USAGE;
-			break;
 		case 'd':
 			if (!cli_parse_u64("-d", optarg, 1, 365ull * 86400, &o->duration_s))
 				return EXIT_USAGE;
-			break;
-		case 'U':
-		case 'K':
-			if (o->prof.stack_mode != STACK_MODE_BOTH) {
-				log_error("-U and -K exclude each other");
-				return EXIT_USAGE;
-			}
-			o->prof.stack_mode = c == 'U' ? STACK_MODE_USER : STACK_MODE_KERNEL;
-			break;
-		case OPT_IDLE:
-			o->prof.include_idle = true;
 			break;
 		case OPT_ONCPU:
 			want_profiler(o, "oncpu");
 			break;
 		case OPT_OFFCPU:
 			want_profiler(o, "offcpu");
-			break;
-		case OPT_MIN_BLOCK:
-			if (!cli_parse_u64("--min-block-us", optarg, 0, UINT64_MAX / 1000, &v))
-				return EXIT_USAGE;
-			o->prof.min_block_ns = v * 1000;
-			break;
-		case OPT_MAX_BLOCK:
-			if (!cli_parse_u64("--max-block-us", optarg, 1, UINT64_MAX / 1000, &v))
-				return EXIT_USAGE;
-			o->prof.max_block_ns = v * 1000;
-			break;
-		case OPT_STATE:
-			if (!parse_state(optarg, &o->prof.state_mask))
-				return EXIT_USAGE;
 			break;
 		case OPT_WEIGHT:
 			if (strcmp(optarg, "samples") && strcmp(optarg, "time") && strcmp(optarg, "switches")) {
@@ -682,10 +614,8 @@ int record_main(int argc, char **argv)
 	}
 	if (!o->command && !o->duration_s)
 		o->duration_s = 10;
-	if (o->prof.max_block_ns && o->prof.min_block_ns > o->prof.max_block_ns) {
-		log_error("--min-block-us is above --max-block-us: nothing could be counted");
+	if (!cli_profiler_check(&o->prof))
 		return EXIT_USAGE;
-	}
 	if (!count_wanted(o))
 		want_profiler(o, "oncpu");
 	err = check_outputs(o);
