@@ -17,3 +17,4 @@ $(SW_PBC): $(addprefix ../proto/,$(SW_PROTOS)) | $(B)
 
 $(B)/swdecode: oap/swdecode.c $(SW_PBC) | $(B)
 	$(CC) -O1 -g -Wall -I$(B)/pbc -o $@ oap/swdecode.c $(SW_PBC) -lprotobuf-c
+

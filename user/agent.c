@@ -1146,6 +1146,10 @@ static int parse_args(struct agent_opts *o, int argc, char **argv)
 		log_error("run: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (o->deadline_ms > 3600000 || o->backoff_max_ms > 3600000) {
+		log_error("run: --deadline and --reconnect-max are at most 3600 s");
+		return EXIT_USAGE;
+	}
 	if (!o->oap) {
 		log_error("run: --oap HOST:PORT is required");
 		return EXIT_USAGE;

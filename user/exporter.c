@@ -9,6 +9,7 @@ static const struct exporter *const exporters[] = {
 	&exporter_pprof,
 	&exporter_folded,
 	&exporter_svg,
+	&exporter_skywalking,
 };
 
 #define NR_EXPORTERS (sizeof(exporters) / sizeof(exporters[0]))

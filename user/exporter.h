@@ -28,5 +28,6 @@ const char *exporter_names(void);
 extern const struct exporter exporter_pprof;
 extern const struct exporter exporter_folded;
 extern const struct exporter exporter_svg;
+extern const struct exporter exporter_skywalking;
 
 #endif /* EXPORTER_H */

@@ -561,15 +561,20 @@ static bool call_flushed(const struct grpc_call *call)
 static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
 			 uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
 {
-	struct grpc_call *call = source->ptr;
-	size_t avail = call->out_len - call->out_off;
-	size_t n = avail < length ? avail : length;
+	/* Not source->ptr: a call given up on (deadline) is freed while its stream may linger. */
+	struct grpc_call *call = call_of(session, stream_id);
+	size_t avail, n;
 
+	if (!call)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;	/* resets the stream */
+	avail = call->out_len - call->out_off;
+	n = avail < length ? avail : length;
 	if (avail == 0 && !call->half_closed) {
 		call->deferred = true;
 		return NGHTTP2_ERR_DEFERRED;
 	}
-	memcpy(buf, call->out + call->out_off, n);
+	if (n)
+		memcpy(buf, call->out + call->out_off, n);
 	call->out_off += n;
 	if (call->out_off == call->out_len) {
 		call->out_off = call->out_len = 0;
@@ -607,8 +612,11 @@ static int start_call(struct grpc_channel *ch, const char *path, unsigned int ti
 	call->deadline_ns = deadline;
 	call->grpc_status = -1;
 	call->local_code = -1;
-	/* grpc-timeout allows 8 digits: milliseconds cover 27 hours. */
-	snprintf(timeout, sizeof(timeout), "%um", timeout_ms);
+	/* grpc-timeout allows 8 digits: milliseconds up to 27 hours, seconds beyond. */
+	if (timeout_ms <= 99999999)
+		snprintf(timeout, sizeof(timeout), "%um", timeout_ms);
+	else
+		snprintf(timeout, sizeof(timeout), "%uS", timeout_ms / 1000);
 	{
 		nghttp2_nv hdrs[] = {
 			NV(":method", "POST"),

@@ -540,10 +540,18 @@ static int ref_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/* The OAP wants an int32 per stack half; fold our 64-bit id, keeping it positive. */
-static int32_t fold_id(uint64_t id)
+/*
+ * The OAP wants an int32 id per stack half and keys records by
+ * "kernelId_userId".  Stacks are merged by symbol list, so the id is a hash
+ * of that list: stable across flushes, one per distinct symbolized stack.
+ */
+static int32_t half_id(const struct profile_frame *frames, uint32_t n)
 {
-	return (int32_t)((id ^ (id >> 32)) & 0x7fffffff);
+	uint64_t h = 14695981039346656037ull;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = hash_str(h, frame_name(&frames[i]));
+	return (int32_t)((h ^ (h >> 32)) & 0x7fffffff);
 }
 
 struct stack_half {
@@ -572,10 +580,10 @@ static bool enc_stacks(pb_ostream_t *stream, const pb_field_t *field, void *cons
 {
 	const struct profile_sample *s = *arg;
 	struct stack_half halves[2] = {
-		{ skywalking_v3_EBPFProfilingStackType_PROCESS_KERNEL_SPACE, fold_id(s->kernel_stack_id),
+		{ skywalking_v3_EBPFProfilingStackType_PROCESS_KERNEL_SPACE, half_id(s->frames, s->nkernel),
 		  s->frames, s->nkernel },
-		{ skywalking_v3_EBPFProfilingStackType_PROCESS_USER_SPACE, fold_id(s->user_stack_id),
-		  s->frames + s->nkernel, s->nuser },
+		{ skywalking_v3_EBPFProfilingStackType_PROCESS_USER_SPACE,
+		  half_id(s->frames + s->nkernel, s->nuser), s->frames + s->nkernel, s->nuser },
 	};
 
 	for (int i = 0; i < 2; i++) {

@@ -63,13 +63,14 @@ def now_ms():
 class State:
     def __init__(self, args):
         self.args = args
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.out = open(args.out, "a", buffering=1)
         self.process_ids = {}          # processName -> set of ids
         self.tasks = []                # dicts
         self.task_specs = [self.parse_task(s) for s in args.task]
         self.last_update = 0
         self.calls = 0
+        self.streams = 0
         for spec in self.task_specs:
             if spec["process"].startswith("ghost"):
                 self.create_task(spec, ["%064x" % 0xdead])
@@ -112,8 +113,6 @@ class State:
         self.record({"method": method, "auth": auth, "req": request_dict})
         if self.args.token and auth != self.args.token:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, "bad authentication token")
-        if self.args.fail_code and self.calls <= self.args.fail_first:
-            context.abort(getattr(grpc.StatusCode, self.args.fail_code), "injected failure")
 
 
 def to_dict(msg):
@@ -165,11 +164,17 @@ def make_handlers(state):
     def collect(req_iter, context):
         md = dict(context.invocation_metadata())
         msgs = [to_dict(m) for m in req_iter]
-        state.calls += 1
-        state.record({"method": "collectProfilingData", "auth": md.get("authentication"),
-                      "messages": msgs})
+        with state.lock:
+            state.streams += 1
+            fail = state.args.fail_code and state.streams <= state.args.fail_first
         if state.args.token and md.get("authentication") != state.args.token:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, "bad authentication token")
+        if fail:
+            # Rejected: recorded apart, so that what the OAP accepted stays countable.
+            state.record({"method": "rejectedProfilingData", "messages": msgs})
+            context.abort(getattr(grpc.StatusCode, state.args.fail_code), "injected failure")
+        state.record({"method": "collectProfilingData", "auth": md.get("authentication"),
+                      "messages": msgs})
         return Command_pb2.Commands()
 
     ser = lambda m: m.SerializeToString()  # noqa: E731
@@ -227,7 +232,7 @@ def main():
                     help="KIND:SECONDS:PROCESSNAME, handed out once PROCESSNAME is reported "
                          "(PROCESSNAME ghost*: a task for a process nobody reported)")
     ap.add_argument("--task-delay-ms", type=int, default=0)
-    ap.add_argument("--fail-first", type=int, default=0, help="fail the first N calls")
+    ap.add_argument("--fail-first", type=int, default=0, help="fail the first N collectProfilingData streams")
     ap.add_argument("--fail-code", default="", help="with --fail-first, e.g. UNAVAILABLE")
     args = ap.parse_args()
 

@@ -14,19 +14,26 @@
 
 static volatile unsigned long sink;
 
-__attribute__((noinline)) void oap_hot_a(unsigned long n)
+/*
+ * gcc 12 leaves leaf functions without a frame even with
+ * -fno-omit-frame-pointer (and -mno-omit-leaf-frame-pointer): a sample in a
+ * frameless leaf loses its caller.  -O0 always builds the frame.
+ */
+#define LEAF __attribute__((noinline, optimize("O0")))
+
+LEAF void oap_hot_a(unsigned long n)
 {
 	for (unsigned long i = 0; i < n; i++)
 		sink += i * i;
 }
 
-__attribute__((noinline)) void oap_hot_b(unsigned long n)
+LEAF void oap_hot_b(unsigned long n)
 {
 	for (unsigned long i = 0; i < n; i++)
 		sink += i * i;
 }
 
-__attribute__((noinline)) long oap_nap(const struct timespec *ts)
+LEAF long oap_nap(const struct timespec *ts)
 {
 	long ret;
 

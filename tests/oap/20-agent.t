@@ -1,0 +1,86 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# aperture run against the fake OAP: registration, task discovery, ON_CPU and
+# OFF_CPU tasks honoured for their duration, per-interval deltas, message
+# shape (kernel then user stack, leaf first, merged symbol lists), the hot
+# functions' shares, and the authentication header on every call.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/oap.sh"
+require_root
+have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and protoc"
+[ -x "$APERTURE" ] && [ -x "$WL/oap_burn" ] || skip_all "build aperture and tests first"
+
+PORT=$(free_port)
+REC=$TMP/record.jsonl
+TOKEN=tok-$$-secret
+echo "$TOKEN" > "$TMP/token"
+# ghost: a task for a process nobody reported, older than the real ones.
+start_oap "$PORT" "$REC" --token "$TOKEN" --task ON_CPU:1000:ghost \
+	--task ON_CPU:6:oap_burn --task OFF_CPU:6:oap_burn --task NETWORK:6:oap_burn ||
+	{ plan 1; fail "fake OAP starts"; done_testing; }
+bg "$WL/oap_burn" 40
+WLPID=$BG_PID
+sleep 0.3
+"$APERTURE" run --oap 127.0.0.1:$PORT --token-file "$TMP/token" --exe-pattern '*/oap_burn' \
+	--heartbeat-interval 1 --task-interval 1 --flush-interval 1 -d 11 -v 2> "$TMP/agent.log"
+rc=$?
+is "agent exits 0" "$rc" 0
+[ "$rc" = 0 ] || diag "$(tail -5 "$TMP/agent.log")"
+
+R=$TMP/registration
+$PY "$OAPDIR/analyze.py" registration "$REC" oap_burn > "$R"
+is "process reported" "$(val "$R" found)" 1
+is "layer" "$(val "$R" layer)" OS_LINUX
+is "service defaults to the host name" "$(val "$R" service)" "$(hostname)"
+is "instance defaults to the process name" "$(val "$R" instance)" oap_burn
+is "pid" "$(val "$R" pid)" "$WLPID"
+is "property pid" "$(val "$R" prop_pid)" "$WLPID"
+is "property command_line" "$(val "$R" command_line)" "$WL/oap_burn_40"
+ok "property host_ip" test "$(val "$R" host_ip)" != "-"
+is "property support_ebpf_profiling" "$(val "$R" support_ebpf_profiling)" true
+is "agent id is a UUID" "$(val "$R" agent_uuid)" 1
+is "same id as ebpfAgentID and roverInstanceId" "$(val "$R" agent_id_consistent)" 1
+ge "heartbeats" "$(val "$R" keepalives)" 5
+is "keepAlive carries layer and support_ebpf_profiling" "$(val "$R" keepalive_ok)" 1
+ge "full re-report on the 10th heartbeat" "$(val "$R" reports)" 2
+
+Q=$TMP/queries
+$PY "$OAPDIR/analyze.py" queries "$REC" > "$Q"
+is "latestUpdateTime starts at 0" "$(val "$Q" first)" 0
+is "never advanced over a task for an unknown process" "$(val "$Q" ghost_used)" 0
+is "advanced to the newest known task" "$(val "$Q" last)" "$(val "$Q" max_real)"
+is "latestUpdateTime never goes back" "$(val "$Q" monotonic)" 1
+ok "NETWORK task acknowledged and ignored" grep -q 'task task-network-.*NETWORK profiling is not supported, ignored' "$TMP/agent.log"
+is "authentication header on every call" "$($PY "$OAPDIR/analyze.py" auth "$REC" | cut -d' ' -f2)" "$TOKEN"
+
+logged() { sed -n "s/.*task $1 (.*) finished: \([0-9]*\) .*/\1/p" "$TMP/agent.log"; }
+
+T=$TMP/oncpu
+$PY "$OAPDIR/analyze.py" task "$REC" ON_CPU > "$T"
+task=$(val "$T" task)
+ge "ON_CPU: data in several streams (one per flush)" "$(val "$T" streams)" 4
+is "ON_CPU: deltas add up to the agent's total" "$(val "$T" total)" "$(logged "$task")"
+ge "ON_CPU: about 99 Hz x 6 s of one busy thread" "$(val "$T" total)" 415
+ok "ON_CPU: not more than 99 Hz x 6 s allows" test "$(val "$T" total)" -le 650
+is "ON_CPU: task metadata once per stream, first" "$(val "$T" meta_bad)" 0
+is "ON_CPU: no duplicate symbol lists in a stream" "$(val "$T" dup_symbol_lists)" 0
+is "ON_CPU: no zero-delta messages" "$(val "$T" zero_messages)" 0
+is "ON_CPU: kernel stack before user stack" "$(val "$T" stack_order_bad)" 0
+is "ON_CPU: symbols leaf first" "$(val "$T" leaf_order_bad)" 0
+is_within "ON_CPU: oap_hot_a share" 70 "$(val "$T" share_oap_hot_a)" 10
+is_within "ON_CPU: oap_hot_b share" 30 "$(val "$T" share_oap_hot_b)" 10
+is_within "ON_CPU: ran for FixedTriggerDuration (ms)" 6000 "$(val "$T" span_ms)" 1200
+is_within "ON_CPU: started when fetched (ms after TaskStartTime)" 1000 "$(val "$T" start_delay_ms)" 1500
+
+T=$TMP/offcpu
+$PY "$OAPDIR/analyze.py" task "$REC" OFF_CPU > "$T"
+task=$(val "$T" task)
+ge "OFF_CPU: data in several streams" "$(val "$T" streams)" 4
+is "OFF_CPU: switch deltas add up to the agent's total" "$(val "$T" total)" "$(logged "$task")"
+ge "OFF_CPU: switches of a 2 ms sleeper over 6 s" "$(val "$T" total)" 1000
+is_within "OFF_CPU: blocked time of the sleeper (s)" 6 "$(awk -v d="$(val "$T" duration_ns)" 'BEGIN { print d / 1e9 }')" 1.5
+ge "OFF_CPU: oap_nap is the blocking leaf" "$(val "$T" share_oap_nap)" 90
+is "OFF_CPU: symbols leaf first" "$(val "$T" leaf_order_bad)" 0
+is "OFF_CPU: no duplicate symbol lists in a stream" "$(val "$T" dup_symbol_lists)" 0
+is_within "OFF_CPU: ran for FixedTriggerDuration (ms)" 6000 "$(val "$T" span_ms)" 1200
+done_testing

@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Summarizes what the fake OAP recorded, as "key value" lines for the .t scripts.
+
+  analyze.py registration RECORD PROCESSNAME
+  analyze.py task RECORD KIND            (ON_CPU | OFF_CPU; the task handed out for it)
+  analyze.py auth RECORD                 distinct authentication values seen
+  analyze.py queries RECORD              latestUpdateTime semantics
+"""
+import hashlib
+import base64
+import json
+import re
+import sys
+
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+def load(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def calls(recs, method):
+    return [r for r in recs if r.get("method") == method]
+
+
+def out(key, value):
+    print("%s %s" % (key, str(value).replace(" ", "_") if value != "" else "-"))
+
+
+def oap_process_id(service, instance, process):
+    b64 = lambda s: base64.b64encode(s.encode()).decode()  # noqa: E731
+    instance_id = b64(service) + ".1_" + b64(instance)
+    return hashlib.sha256((process + "_" + instance_id).encode()).hexdigest()
+
+
+def registration(recs, name):
+    reports = calls(recs, "reportProcesses")
+    out("reports", len(reports))
+    out("keepalives", len(calls(recs, "keepAlive")))
+    found = None
+    for r in reports:
+        for p in r["req"].get("processes", []):
+            h = p.get("hostProcess")
+            if h and h["entity"].get("processName") == name:
+                found = (r, h)
+    if not found:
+        out("found", 0)
+        return
+    r, h = found
+    e = h["entity"]
+    props = {kv["key"]: kv.get("value", "") for kv in h.get("properties", [])}
+    out("found", 1)
+    out("layer", e.get("layer"))
+    out("service", e.get("serviceName"))
+    out("instance", e.get("instanceName"))
+    out("pid", h.get("pid"))
+    out("prop_pid", props.get("pid"))
+    out("host_ip", props.get("host_ip", ""))
+    out("command_line", props.get("command_line", ""))
+    out("support_ebpf_profiling", props.get("support_ebpf_profiling"))
+    agent = r["req"].get("ebpfAgentID", "")
+    out("agent_uuid", 1 if UUID.match(agent) else 0)
+    rovers = {q["req"].get("roverInstanceId") for q in calls(recs, "queryTasks")}
+    pings = {k["req"].get("ebpfAgentID") for k in calls(recs, "keepAlive")}
+    out("agent_id_consistent", 1 if rovers == {agent} and pings <= {agent} else 0)
+    ping_ok = all(p.get("entityMetadata", {}).get("layer") == "OS_LINUX" and
+                  {"key": "support_ebpf_profiling", "value": "true"} in p.get("properties", [])
+                  for k in calls(recs, "keepAlive") for p in k["req"].get("processes", []))
+    out("keepalive_ok", 1 if ping_ok else 0)
+    out("process_id", oap_process_id(e.get("serviceName"), e.get("instanceName"), name))
+
+
+def task_of(recs, kind):
+    for r in recs:
+        if r.get("event") == "task" and r["task"]["TargetType"] == kind \
+                and not r["task"]["ProcessId"].startswith("0000"):
+            return r["task"]
+    return None
+
+
+def profiling(m):
+    return m.get("onCPU") or m.get("offCPU")
+
+
+def task(recs, kind):
+    t = task_of(recs, kind)
+    if not t:
+        out("task", "-")
+        return
+    tid = t["TaskId"]
+    out("task", tid)
+    streams = calls(recs, "collectProfilingData")
+    total = duration = nmsgs = nstreams = dups = meta_bad = zero = order_bad = 0
+    leaf_bad = 0
+    leaf = {}
+    start = None
+    last_current = 0
+    current_times = []
+    for s in streams:
+        msgs = s["messages"]
+        # Messages of this task: the first carries metadata; the rest follow until another task's.
+        cur = None
+        seen = set()
+        mine = []
+        for m in msgs:
+            if "task" in m:
+                cur = m["task"]["taskId"]
+                if cur == tid:
+                    if mine:
+                        meta_bad += 1      # metadata twice for the task in one stream
+                    start = int(m["task"]["profilingStartTime"])
+                    current_times.append(int(m["task"]["currentTime"]))
+            elif cur is None:
+                meta_bad += 1              # data before any metadata
+            if cur == tid:
+                mine.append(m)
+        if not mine:
+            continue
+        nstreams += 1
+        for m in mine:
+            p = profiling(m)
+            if p is None:
+                zero += 1
+                continue
+            nmsgs += 1
+            count = p.get("dumpCount", p.get("switchCount", 0))
+            total += count
+            duration += int(p.get("duration", 0))
+            if count == 0 and int(p.get("duration", 0)) == 0:
+                zero += 1
+            stacks = p.get("stacks", [])
+            types = [st.get("stackType", "PROCESS_KERNEL_SPACE") for st in stacks]
+            if types not in (["PROCESS_KERNEL_SPACE", "PROCESS_USER_SPACE"], ["PROCESS_USER_SPACE"],
+                             ["PROCESS_KERNEL_SPACE"]):
+                order_bad += 1
+            key = json.dumps([(st.get("stackType"), st.get("stackSymbols")) for st in stacks])
+            if key in seen:
+                dups += 1
+            seen.add(key)
+            user = [st for st in stacks if st.get("stackType") == "PROCESS_USER_SPACE"]
+            if user and user[0].get("stackSymbols"):
+                syms = user[0]["stackSymbols"]
+                leaf[syms[0]] = leaf.get(syms[0], 0) + count
+                # Leaf first: our workload's leaves come before their callers.
+                for callee, caller in (("oap_hot_a", "main"), ("oap_hot_b", "main"),
+                                       ("oap_nap", "oap_sleeper")):
+                    if callee in syms and caller in syms and syms.index(callee) > syms.index(caller):
+                        leaf_bad += 1
+        last_current = max(last_current, max(current_times) if current_times else 0)
+    out("in_order", 1 if current_times == sorted(current_times) else 0)
+    weight = sum(leaf.values()) or 1
+    out("streams", nstreams)
+    out("messages", nmsgs)
+    out("total", total)
+    out("duration_ns", duration)
+    out("dup_symbol_lists", dups)
+    out("meta_bad", meta_bad)
+    out("zero_messages", zero)
+    out("stack_order_bad", order_bad)
+    out("leaf_order_bad", leaf_bad)
+    for fn in ("oap_hot_a", "oap_hot_b", "oap_nap"):
+        out("share_" + fn, "%.1f" % (100.0 * leaf.get(fn, 0) / weight))
+    out("task_start", t["TaskStartTime"])
+    out("duration_s", t["FixedTriggerDuration"])
+    out("profiling_start", start if start is not None else "-")
+    out("span_ms", (last_current - start) if start is not None else "-")
+    out("start_delay_ms", (start - int(t["TaskStartTime"])) if start is not None else "-")
+
+
+def auth(recs):
+    vals = sorted({str(r.get("auth")) for r in recs if "method" in r})
+    out("auth", ",".join(vals))
+
+
+def queries(recs):
+    """latestUpdateTime: 0 until a task for a known process came, then its update time; never a ghost's."""
+    tasks = [r["task"] for r in recs if r.get("event") == "task"]
+    ghost = {int(t["TaskUpdateTime"]) for t in tasks if t["ProcessId"].startswith("0000")}
+    real = {int(t["TaskUpdateTime"]) for t in tasks if not t["ProcessId"].startswith("0000")}
+    seq = [int(q["req"].get("latestUpdateTime", 0)) for q in calls(recs, "queryTasks")]
+    out("queries", len(seq))
+    out("first", seq[0] if seq else "-")
+    out("last", seq[-1] if seq else "-")
+    out("max_real", max(real) if real else "-")
+    out("ghost_used", 1 if set(seq) & ghost else 0)
+    out("monotonic", 1 if seq == sorted(seq) else 0)
+
+
+def main():
+    cmd, path = sys.argv[1], sys.argv[2]
+    recs = load(path)
+    if cmd == "registration":
+        registration(recs, sys.argv[3])
+    elif cmd == "task":
+        task(recs, sys.argv[3])
+    elif cmd == "auth":
+        auth(recs)
+    elif cmd == "queries":
+        queries(recs)
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()

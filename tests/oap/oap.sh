@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for the SkyWalking OAP tests; source after lib.sh.
+PY=/usr/bin/python3
+OAPDIR="$TOP/tests/oap"
+
+free_port() {
+	$PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_oap PORT RECORD [fake_oap.py options]: sets OAP_PID, waits until it listens.
+start_oap() {
+	local port=$1 rec=$2 i
+	shift 2
+	bg $PY "$OAPDIR/fake_oap.py" --port "$port" --out "$rec" "$@"
+	OAP_PID=$BG_PID
+	for i in $(seq 100); do
+		$PY -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	diag "fake OAP did not start"
+	return 1
+}
+
+# stop_oap: SIGTERM (a graceful stop: GOAWAY), then wait for it.
+stop_oap() {
+	kill "$OAP_PID" 2>/dev/null
+	wait "$OAP_PID" 2>/dev/null
+	return 0
+}
+
+# val FILE KEY: the value of "KEY value" in FILE
+val() { awk -v k="$2" '$1 == k { print $2; exit }' "$1"; }
+
+have_oap_deps() {
+	$PY -c 'import grpc, google.protobuf' 2>/dev/null && command -v protoc >/dev/null
+}
