@@ -47,6 +47,10 @@ is "-U on dd: no kernel frames" "$(count_frames "$TMP/kuser.folded" '_\[k\]$')" 
 # 5. --include-idle: with a CPU left idle the idle task shows up.
 kill -9 "$dd_pid" 2>/dev/null
 for p in "${_bg_pids[@]}"; do [ "$p" = "$in_pid" ] || kill -9 "$p" 2>/dev/null; done
+# On these VMs an idle CPU that has stopped its tick takes no cpu-clock
+# samples at all (perf record -e cpu-clock -a shows the same); CPU 0 keeps
+# its tick.  Keep the burner on CPU 1 so that the idle time is on CPU 0.
+taskset -pc 1 "$in_pid" >/dev/null 2>&1
 sleep 0.3
 idle0=$(idle_ticks)
 ap_ok "--include-idle" idle record -F 199 --include-idle -d 2 -o "$TMP/idle.folded"
