@@ -88,17 +88,6 @@ static int cmp_lines(const void *a, const void *b)
 	return strcmp(((const struct folded_line *)a)->stack, ((const struct folded_line *)b)->stack);
 }
 
-static int weight_index(const struct profile *p, const struct export_opts *opts, const char *path)
-{
-	int idx = opts && opts->value_index >= 0 ? opts->value_index : p->default_value;
-
-	if (idx < 0 || idx >= p->nvalues) {
-		log_error("cannot write %s: no value %d in a profile of %d values", path, idx, p->nvalues);
-		return -EINVAL;
-	}
-	return idx;
-}
-
 /* Sorted, merged lines into @out / @count; the caller frees every stack and the array. */
 static int fold_profile(const struct profile *p, int idx, struct folded_line **out, size_t *count)
 {
@@ -152,7 +141,7 @@ static int folded_write(const struct profile *p, const char *path, const struct 
 	FILE *f = NULL;
 	int idx, err;
 
-	idx = weight_index(p, opts, path);
+	idx = export_value_index(p, opts, path);
 	if (idx < 0)
 		return idx;
 	err = fold_profile(p, idx, &lines, &n);
@@ -160,22 +149,12 @@ static int folded_write(const struct profile *p, const char *path, const struct 
 		log_error("cannot write %s: %s", path, strerror(-err));
 		return err;
 	}
-	f = fopen(path, "we");
-	if (!f) {
-		err = -errno;
-		log_error("cannot write %s: %s", path, strerror(errno));
+	f = export_open(path, &err);
+	if (!f)
 		goto out;
-	}
-	errno = 0;
 	for (i = 0; i < n; i++)
 		fprintf(f, "%s %llu\n", lines[i].stack, (unsigned long long)lines[i].weight);
-	if (ferror(f))
-		err = -(errno ? errno : EIO);
-	if (fclose(f) && !err)
-		err = -(errno ? errno : EIO);
-	/* a partial file stays: @path may be a device or a link, not ours to remove */
-	if (err)
-		log_error("cannot write %s: %s", path, strerror(-err));
+	err = export_close(f, path);
 out:
 	for (i = 0; i < n; i++)
 		free(lines[i].stack);

@@ -54,17 +54,16 @@ static int skywalking_write(const struct profile *p, const char *path, const str
 		log_error("skywalking: cannot encode profile: %s", strerror(-err));
 		goto out;
 	}
-	f = fopen(path, "wb");
-	if (!f) {
-		err = -errno;
-		log_error("cannot write %s: %s", path, strerror(errno));
+	f = export_open(path, &err);
+	if (!f)
+		goto out;
+	err = write_delimited(&msgs, f);
+	if (err) {
+		fclose(f);
+		log_error("cannot write %s: %s", path, strerror(-err));
 		goto out;
 	}
-	err = write_delimited(&msgs, f);
-	if (fclose(f) && !err)
-		err = -EIO;
-	if (err)
-		log_error("cannot write %s: %s", path, strerror(-err));
+	err = export_close(f, path);
 out:
 	sw_msgs_free(&msgs);
 	return err < 0 ? err : 0;

@@ -500,31 +500,19 @@ static int svg_write(const struct profile *p, const char *path, const struct exp
 	FILE *f = NULL;
 	int err;
 
-	t.value_index = opts && opts->value_index >= 0 ? opts->value_index : p->default_value;
-	if (t.value_index < 0 || t.value_index >= p->nvalues) {
-		log_error("cannot write %s: no value %d in a profile of %d values", path, t.value_index, p->nvalues);
-		return -EINVAL;
-	}
+	t.value_index = export_value_index(p, opts, path);
+	if (t.value_index < 0)
+		return t.value_index;
 	err = tree_build(&t);
 	if (err) {
 		log_error("cannot write %s: %s", path, strerror(-err));
 		goto out;
 	}
-	f = fopen(path, "we");
-	if (!f) {
-		err = -errno;
-		log_error("cannot write %s: %s", path, strerror(errno));
+	f = export_open(path, &err);
+	if (!f)
 		goto out;
-	}
-	errno = 0;
 	write_svg_file(f, &t);
-	if (ferror(f))
-		err = -(errno ? errno : EIO);
-	if (fclose(f) && !err)
-		err = -(errno ? errno : EIO);
-	/* a partial file stays: @path may be a device or a link, not ours to remove */
-	if (err)
-		log_error("cannot write %s: %s", path, strerror(-err));
+	err = export_close(f, path);
 out:
 	tree_free(&t);
 	return err;

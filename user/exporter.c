@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The table of output formats: lookup by --format name or by file name ending. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "exporter.h"
@@ -51,4 +52,41 @@ const char *exporter_names(void)
 		len += snprintf(names + len, sizeof(names) - len, "%s%s",
 				i ? ", " : "", exporters[i]->name);
 	return names;
+}
+
+int export_value_index(const struct profile *p, const struct export_opts *opts, const char *path)
+{
+	int idx = opts && opts->value_index >= 0 ? opts->value_index : p->default_value;
+
+	if (idx < 0 || idx >= p->nvalues) {
+		log_error("cannot write %s: no value %d in a profile of %d values", path, idx, p->nvalues);
+		return -EINVAL;
+	}
+	return idx;
+}
+
+FILE *export_open(const char *path, int *err)
+{
+	FILE *f = fopen(path, "we");
+
+	*err = f ? 0 : -errno;
+	if (!f)
+		log_error("cannot write %s: %s", path, strerror(errno));
+	else
+		errno = 0;
+	return f;
+}
+
+int export_close(FILE *f, const char *path)
+{
+	int err = 0;
+
+	if (ferror(f))
+		err = -(errno ? errno : EIO);
+	if (fclose(f) && !err)
+		err = -(errno ? errno : EIO);
+	/* A partial file stays: @path may be a device or a link, not ours to remove. */
+	if (err)
+		log_error("cannot write %s: %s", path, strerror(-err));
+	return err;
 }

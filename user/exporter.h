@@ -7,6 +7,7 @@
 #ifndef EXPORTER_H
 #define EXPORTER_H
 
+#include <stdio.h>
 #include "profile.h"
 
 struct export_opts {
@@ -19,6 +20,14 @@ struct exporter {
 	/* Writes @p to @path; returns 0 or a negative errno, having printed why. */
 	int (*write)(const struct profile *p, const char *path, const struct export_opts *opts);
 };
+
+/* Helpers for exporters; each logs one line naming @path on failure. */
+/* The value index @opts asks for, or the profile's default; -EINVAL if out of range. */
+int export_value_index(const struct profile *p, const struct export_opts *opts, const char *path);
+/* fopen for writing; NULL with *err set. */
+FILE *export_open(const char *path, int *err);
+/* Flushes and closes @f; 0 or a negative errno (a write error seen earlier included). */
+int export_close(FILE *f, const char *path);
 
 const struct exporter *exporter_by_name(const char *name);
 const struct exporter *exporter_for_path(const char *path);
