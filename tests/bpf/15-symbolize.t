@@ -1,0 +1,49 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Symbolization end to end, through aperture record: a stripped binary named
+# only by MiniDebugInfo, a shared library, a process that exits mid-run, and a
+# binary deleted while it runs.  Each hot function must come out by name.
+. "$(dirname "$0")/../lib.sh"
+require_root
+require_aperture
+require_workload cpuburn cpuburn_mini libburn_main
+
+# leaf_named FOLDED COMM FUNC: weight of COMM's stacks whose leaf is FUNC
+leaf_named() { stack_weight "$1" "^$2;.*;$3\$"; }
+
+# 1. Stripped, MiniDebugInfo only.
+ap_ok "minidebuginfo" mini record -F 199 -o "$TMP/mini.folded" -- "$WL/cpuburn_mini" 2
+ok "the binary has no .symtab" sh -c "! readelf -S '$WL/cpuburn_mini' | grep -q '\\.symtab'"
+ge "minidebuginfo: burn_50 named" "$(leaf_named "$TMP/mini.folded" cpuburn_mini burn_50)" 100
+
+# 2. A shared library (PIC, mapped at a random base).
+ap_ok "shared library" lib record -F 199 -o "$TMP/lib.folded" -- "$WL/libburn_main" 2
+ge "shared library: libburn_spin named, called from main" \
+	"$(stack_weight "$TMP/lib.folded" '^libburn_main;.*;main;libburn_spin$')" 200
+
+# 3. A process that starts and exits while a whole-machine run goes on: it was
+#    announced through the ring buffer, its maps read while it lived.
+cp "$WL/cpuburn" "$TMP/shortburn"
+run_ap_bg() { "$APERTURE" record -F 199 -d 5 -o "$TMP/short.folded" --top 0 >"$TMP/short.out" 2>"$TMP/short.err"; }
+run_ap_bg & ap=$!
+sleep 1.5
+# 0.3 s: most runs fall between two of the once-a-second snapshots
+"$TMP/shortburn" 0.3 >/dev/null
+ok "shortburn is gone before the run ends" sh -c "! pgrep -x shortburn >/dev/null"
+wait "$ap"
+ge "exited mid-run: burn_50 named" "$(leaf_named "$TMP/short.folded" shortburn burn_50)" 12
+is "exited mid-run: no hex or unknown leaf for it" \
+	"$(stack_weight "$TMP/short.folded" '^shortburn;.*(\[unknown\]|\+0x[0-9a-f]+)$')" 0
+
+# 4. A binary deleted while it runs: opened through /proc/PID/map_files.
+cp "$WL/cpuburn" "$TMP/delburn"
+bg "$TMP/delburn" 8 >/dev/null
+del=$BG_PID
+sleep 0.3
+rm -f "$TMP/delburn"
+ok "the binary is deleted" grep -q '(deleted)' "/proc/$del/maps"
+ap_ok "deleted binary" del record -F 199 -p "$del" -d 2 -o "$TMP/del.folded"
+ge "deleted binary: burn_50 named" "$(leaf_named "$TMP/del.folded" delburn burn_50)" 100
+kill "$del"
+
+done_testing
