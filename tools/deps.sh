@@ -4,7 +4,7 @@
 set -euo pipefail
 BUILD="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev liblzma-dev libbz2-dev libzstd-dev
        libnghttp2-dev nanopb libnanopb-dev protobuf-compiler make gcc pkg-config"
-TEST="libprotobuf-c-dev protobuf-c-compiler libcmocka-dev golang-go libxml2-utils
+TEST="libprotobuf-c-dev protobuf-c-compiler golang-go libxml2-utils procps
       python3-grpcio python3-protobuf elfutils binutils util-linux valgrind xz-utils
       golang-github-google-pprof-dev"
 BENCH="linux-perf bpftrace libbpf-tools time jq"
