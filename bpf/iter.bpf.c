@@ -21,6 +21,14 @@ struct {
 	__type(value, struct aperture_stack);
 } stacks SEC(".maps");
 
+/* Processes announced to user space (replaced by the profiler's map). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} seen_tgids SEC(".maps");
+
 /* Root first: the stacks are stored leaf first. */
 static __always_inline void print_user(struct seq_file *seq, __u64 stack_id)
 {
@@ -96,6 +104,26 @@ int offcpu_folded(struct bpf_iter__bpf_map_elem *ctx)
 		return 0;
 	if (print_stack(seq, ctx->key))
 		BPF_SEQ_PRINTF(seq, " %llu\n", value->offcpu_ns);
+	return 0;
+}
+
+/*
+ * `cat DIR/processes`: the live processes the profiler has counted events
+ * of, one line each: "TGID COMM THREADS".
+ */
+SEC("iter/task")
+int processes(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct task_struct *task = ctx->task;
+	__u32 tgid;
+
+	if (!task || task->pid != task->tgid)	/* one line per process: its leader */
+		return 0;
+	tgid = task->tgid;
+	if (!bpf_map_lookup_elem(&seen_tgids, &tgid))
+		return 0;
+	BPF_SEQ_PRINTF(seq, "%u %s %d\n", tgid, task->comm, task->signal->nr_threads);
 	return 0;
 }
 

@@ -85,22 +85,29 @@ static int pin_fd(int fd, const char *dir, const char *prefix, const char *name)
 	return 0;
 }
 
-/* The iterator program NAME_folded over @p's totals, reading @p's stacks. */
-static int pin_iterator(struct profiler *p, const char *dir)
+/*
+ * Loads the iterator program @prog_name of iter.bpf.c against @p's maps and
+ * pins it as DIR/@pin_name; @map_fd: the map it walks (-1 for a task iterator).
+ */
+static int pin_iterator(struct profiler *p, const char *dir, const char *prog_name,
+			const char *pin_name, int map_fd)
 {
-	union bpf_iter_link_info linfo = { .map.map_fd = p->totals_fd };
-	LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &linfo, .link_info_len = sizeof(linfo));
+	union bpf_iter_link_info linfo = { .map.map_fd = map_fd };
+	LIBBPF_OPTS(bpf_iter_attach_opts, opts);
 	struct iter_bpf *skel = iter_bpf__open();
 	struct bpf_program *prog, *wanted = NULL;
 	struct bpf_link *link = NULL;
-	char name[64], path[PATH_MAX];
+	char path[PATH_MAX];
 	int err;
 
 	if (!skel)
 		return -errno;
-	snprintf(name, sizeof(name), "%s_folded", p->ops->name);
+	if (map_fd >= 0) {
+		opts.link_info = &linfo;
+		opts.link_info_len = sizeof(linfo);
+	}
 	bpf_object__for_each_program(prog, skel->obj) {
-		bool mine = strcmp(bpf_program__name(prog), name) == 0;
+		bool mine = strcmp(bpf_program__name(prog), prog_name) == 0;
 
 		bpf_program__set_autoload(prog, mine);
 		if (mine)
@@ -108,8 +115,9 @@ static int pin_iterator(struct profiler *p, const char *dir)
 	}
 	err = wanted ? 0 : -ENOENT;	/* a profiler without an iterator: nothing to pin */
 	err = err ?: bpf_map__reuse_fd(skel->maps.stacks, p->stacks_fd);
+	err = err ?: bpf_map__reuse_fd(skel->maps.seen_tgids, p->seen_tgids_fd);
 	err = err ?: iter_bpf__load(skel);
-	err = err ?: pin_path(path, dir, NULL, name);
+	err = err ?: pin_path(path, dir, NULL, pin_name);
 	if (err)
 		goto cleanup;
 	link = bpf_program__attach_iter(wanted, &opts);
@@ -117,6 +125,8 @@ static int pin_iterator(struct profiler *p, const char *dir)
 		err = -errno;
 		goto cleanup;
 	}
+	if (access(path, F_OK) == 0)
+		goto cleanup;	/* shared (processes): pinned by the first profiler */
 	if (bpf_link__pin(link, path)) {
 		err = -errno;
 		log_error("cannot pin %s: %s", path, strerror(errno));
@@ -125,6 +135,16 @@ cleanup:
 	bpf_link__destroy(link);	/* the pin keeps it */
 	iter_bpf__destroy(skel);
 	return err == -ENOENT ? 0 : err;
+}
+
+static int pin_iterators(struct profiler *p, const char *dir)
+{
+	char name[64];
+	int err;
+
+	snprintf(name, sizeof(name), "%s_folded", p->ops->name);
+	err = pin_iterator(p, dir, name, name, p->totals_fd);
+	return err ?: pin_iterator(p, dir, "processes", "processes", -1);
 }
 
 int profiler_pin(struct profiler *p, const char *dir)
@@ -145,7 +165,7 @@ int profiler_pin(struct profiler *p, const char *dir)
 		snprintf(link_name, sizeof(link_name), "link_%d", i);
 		err = pin_fd(bpf_link__fd(p->links[i]), dir, name, link_name);
 	}
-	err = err ?: pin_iterator(p, dir);
+	err = err ?: pin_iterators(p, dir);
 	/* Last: its presence tells a restarted daemon that the rest is there. */
 	err = err ?: pin_fd(p->active_fd, dir, name, "active");
 	return err;
@@ -209,6 +229,7 @@ int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 	p->pinned = true;
 	p->control_fd = p->target_pids_fd = p->stacks_fd = p->stats_fd = -1;
 	p->active_fd = p->counts_fd[0] = p->counts_fd[1] = p->totals_fd = p->events_fd = -1;
+	p->seen_tgids_fd = -1;
 	err = open_pin(dir, NULL, "control", &p->control_fd);
 	err = err ?: check_layout(dir, p->control_fd);
 	err = err ?: open_pin(dir, NULL, "target_pids", &p->target_pids_fd);

@@ -60,6 +60,7 @@ int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 		p->opts.stacks_entries = 16384;
 	p->control_fd = p->target_pids_fd = p->stacks_fd = p->stats_fd = -1;
 	p->active_fd = p->counts_fd[0] = p->counts_fd[1] = p->totals_fd = p->events_fd = -1;
+	p->seen_tgids_fd = -1;
 	err = ops->open(p, &p->opts);
 	if (err) {
 		log_error("%s: cannot load BPF programs: %s", ops->name, strerror(-err));

@@ -88,6 +88,7 @@ struct profiler {
 	int stacks_fd;
 	int stats_fd;
 	int events_fd;			/* ring buffer of struct aperture_event */
+	int seen_tgids_fd;		/* processes announced through events */
 	int totals_fd;			/* never drained; filled while control.keep_totals */
 	int active_fd;			/* ARRAY_OF_MAPS, slot 0 = live counts map */
 	int counts_fd[2];		/* the two generations */
@@ -152,6 +153,7 @@ extern const char *const stat_names[STAT_MAX];
 	(p)->stacks_fd = bpf_map__fd((skel)->maps.stacks);			\
 	(p)->stats_fd = bpf_map__fd((skel)->maps.stats);			\
 	(p)->events_fd = bpf_map__fd((skel)->maps.events);			\
+	(p)->seen_tgids_fd = bpf_map__fd((skel)->maps.seen_tgids);		\
 	(p)->active_fd = bpf_map__fd((skel)->maps.active_counts);		\
 	(p)->totals_fd = bpf_map__fd((skel)->maps.totals);			\
 	(p)->counts_fd[0] = bpf_map__fd((skel)->maps.counts_0);			\

@@ -32,7 +32,7 @@ bg "$TMP/burn_a" 60; A=$BG_PID
 bg "$TMP/burn_b" 60; B=$BG_PID
 ok "daemon pins its maps" start_daemon --oncpu -p "$A"
 ok "pin directory is mode 0700" test "$(stat -c %a "$DIR")" = 700
-for f in control target_pids oncpu_counts_0 oncpu_counts_1 oncpu_active oncpu_totals oncpu_stacks oncpu_stats oncpu_events oncpu_folded; do
+for f in control target_pids processes oncpu_counts_0 oncpu_counts_1 oncpu_active oncpu_totals oncpu_stacks oncpu_stats oncpu_events oncpu_folded; do
 	[ -e "$DIR/$f" ] || fail "pinned $f exists"
 done
 pass "every documented pin exists"
@@ -63,6 +63,7 @@ bg "$WL/cpuburn" 30; W=$BG_PID
 sleep 5
 base=$(awk '$6 ~ /cpuburn$/ && $3 == "00000000" { split($1, r, "-"); print r[1]; exit }' "/proc/$W/maps")
 cat "$DIR/oncpu_folded" > "$TMP/iter.folded"
+cat "$DIR/processes" > "$TMP/processes"
 kill "$W"
 ok "iterator lines are folded stacks" test "$(folded_bad_lines "$TMP/iter.folded")" -eq 0
 nm -S "$WL/cpuburn" | awk '$4 ~ /^burn_(50|30|20)$/' > "$TMP/syms"
@@ -80,6 +81,7 @@ diag "iterator shares: $(tr '\n' ' ' < "$TMP/shares")"
 is_within "iterator: burn_50 share" 50 "$(awk '$1 == "burn_50" { print $2 }' "$TMP/shares")" 7
 is_within "iterator: burn_20 share" 20 "$(awk '$1 == "burn_20" { print $2 }' "$TMP/shares")" 7
 ok "iterator: kernel frames symbolized in the kernel" grep -q '_\[k\]' "$TMP/iter.folded"
+ok "processes iterator lists the target" grep -q "^$W cpuburn 1\$" "$TMP/processes"
 
 # 3. kill -9 the loader mid-run, restart it: the pinned programs kept counting,
 #    so the totals match the workload's own CPU time with no gap and no double count.
