@@ -152,8 +152,8 @@ static __always_inline __u64 stack_hash(const struct aperture_stack *st)
  * Walks the current stack (user or kernel) into per-CPU scratch, stores it in
  * the stacks map unless it is there already, and returns its id: 0 when there
  * is no stack to walk or the walk failed, APERTURE_STACK_LOST when it could
- * not be stored; both are counted.  A 64-bit hash makes two distinct stacks sharing an id
- * vanishingly unlikely (p ~ n^2 / 2^65: 3e-10 for 100k stacks).
+ * not be stored; both are counted.  A 64-bit hash makes two distinct stacks
+ * sharing an id vanishingly unlikely (p ~ n^2 / 2^65: 3e-10 for 100k stacks).
  */
 static __always_inline __u64 stack_store(void *ctx, bool user)
 {
@@ -175,6 +175,9 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 	st->depth = len / sizeof(__u64);
 	st->pad = 0;
 	id = stack_hash(st);
+	/* Known stacks are the common case: a lock-free lookup, no bucket lock. */
+	if (bpf_map_lookup_elem(&stacks, &id))
+		return id;
 	err = bpf_map_update_elem(&stacks, &id, st, BPF_NOEXIST);
 	if (err && err != -EEXIST) {
 		stat_inc(err == -E2BIG ? STAT_STACKS_FULL :
