@@ -46,4 +46,18 @@ ap_ok "deleted binary" del record -F 199 -p "$del" -d 2 -o "$TMP/del.folded"
 ge "deleted binary: burn_50 named" "$(leaf_named "$TMP/del.folded" delburn burn_50)" 100
 kill "$del"
 
+# 5. A process in another mount namespace (as in a container): its binary
+#    exists only there, so the path in its maps means nothing outside.
+ns_dir=/tmp/aperture-ns.$$
+mkdir -p "$ns_dir"
+bg unshare --mount --propagation private sh -c \
+	'mount -t tmpfs none "$1" && cp "$2" "$1/nsburn" && exec "$1/nsburn" 8' sh "$ns_dir" "$WL/cpuburn"
+ns=$BG_PID
+for i in $(seq 50); do grep -q nsburn "/proc/$ns/maps" 2>/dev/null && break; sleep 0.1; done
+ok "the binary is not visible outside its namespace" test ! -e "$ns_dir/nsburn"
+ap_ok "other mount namespace" ns record -F 199 -p "$ns" -d 2 -o "$TMP/ns.folded"
+ge "other mount namespace: burn_50 named" "$(leaf_named "$TMP/ns.folded" nsburn burn_50)" 100
+kill "$ns"; wait "$ns" 2>/dev/null
+rmdir "$ns_dir" 2>/dev/null
+
 done_testing
