@@ -121,6 +121,30 @@ static int64_t wall_ms(void)
 	return (int64_t)(now_ns(CLOCK_REALTIME) / MS);
 }
 
+/* @ms + @s seconds, saturated: task times come from the OAP and may be anything. */
+static int64_t ms_after(int64_t ms, int64_t s)
+{
+	int64_t delta, r;
+
+	if (__builtin_mul_overflow(s, 1000, &delta) || __builtin_add_overflow(ms, delta, &r))
+		return s > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* When a task handed out now could run no longer: TaskStartTime + FixedTriggerDuration. */
+static int64_t task_end_ms(const struct sw_task *t)
+{
+	return ms_after(t->start_time_ms, t->duration_s);
+}
+
+static bool has_pid(const uint32_t *pids, size_t n, uint32_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
 /* ---- talking to the OAP ---- */
 
 static bool transient(int code)
@@ -226,22 +250,20 @@ static bool cgroup_selected(const struct agent_opts *o, uint32_t pid)
 	return false;
 }
 
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
 static bool exe_selected(const struct agent_opts *o, const char *exe, const char *comm)
 {
-	const char *base = strrchr(exe, '/');
+	const char *base = base_name(exe);
 
-	base = base ? base + 1 : exe;
 	for (int i = 0; i < o->nexe; i++)
 		if ((*exe && (!fnmatch(o->exe_patterns[i], exe, 0) || !fnmatch(o->exe_patterns[i], base, 0))) ||
 		    !fnmatch(o->exe_patterns[i], comm, 0))
-			return true;
-	return false;
-}
-
-static bool pid_selected(const struct agent_opts *o, uint32_t pid)
-{
-	for (int i = 0; i < o->npids; i++)
-		if (o->pids[i] == pid)
 			return true;
 	return false;
 }
@@ -279,11 +301,10 @@ static struct agent_proc *proc_new(struct agent *a, uint32_t pid, uint64_t start
 				   const char *comm)
 {
 	struct agent_proc *p = xcalloc(1, sizeof(*p));
-	const char *base = strrchr(exe, '/');
+	const char *base = base_name(exe);
 
 	if (!p)
 		return NULL;
-	base = base ? base + 1 : exe;
 	p->name = xstrdup(*base ? base : comm);
 	p->service = xstrdup(a->o.service ? a->o.service : a->hostname);
 	p->instance = xstrdup(a->o.instance ? a->o.instance : p->name ? p->name : comm);
@@ -338,7 +359,7 @@ static void scan_one(struct agent *a, uint32_t pid, int *added)
 		return;		/* gone */
 	comm[strcspn(comm, "\n")] = '\0';
 	/* Kernel threads (no exe) have no user stacks: only when asked by pid. */
-	if (!pid_selected(&a->o, pid) &&
+	if (!has_pid(a->o.pids, a->o.npids, pid) &&
 	    (!*exe || (!exe_selected(&a->o, exe, comm) && !cgroup_selected(&a->o, pid))))
 		return;
 	start = proc_start_time(pid);
@@ -392,21 +413,35 @@ static int scan_processes(struct agent *a)
 	return added;
 }
 
+enum proc_filter { PROCS_ALL, PROCS_UNREPORTED, PROCS_REPORTED };
+
+/* The sw_process of each process @which selects; NULL on ENOMEM. */
+static struct sw_process **proc_list(const struct agent *a, enum proc_filter which, size_t *n)
+{
+	struct sw_process **list = calloc(a->nprocs ? a->nprocs : 1, sizeof(*list));
+
+	*n = 0;
+	if (!list) {
+		log_warn("out of memory listing processes");
+		return NULL;
+	}
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (which == PROCS_ALL || a->procs[i]->reported == (which == PROCS_REPORTED))
+			list[(*n)++] = &a->procs[i]->sw;
+	return list;
+}
+
 /* reportProcesses with every process (@all) or those the OAP has no id for yet. */
 static void report_processes(struct agent *a, bool all)
 {
-	struct sw_process **list = calloc(a->nprocs ? a->nprocs : 1, sizeof(*list));
 	struct grpc_buf reply = { 0 };
+	struct sw_process **list;
 	struct sw_msg req;
-	size_t n = 0, i;
+	size_t n, i;
 	int matched;
 
-	if (!list)
-		return;
-	for (i = 0; i < a->nprocs; i++)
-		if (all || !a->procs[i]->reported)
-			list[n++] = &a->procs[i]->sw;
-	if (n == 0 || sw_encode_report(list, n, a->agent_id, &req))
+	list = proc_list(a, all ? PROCS_ALL : PROCS_UNREPORTED, &n);
+	if (!list || n == 0 || sw_encode_report(list, n, a->agent_id, &req))
 		goto out;
 	if (!unary(a, "reportProcesses", SW_PATH_REPORT_PROCESSES, &req, &reply))
 		goto out;
@@ -426,17 +461,13 @@ out:
 
 static void keep_alive(struct agent *a)
 {
-	struct sw_process **list = calloc(a->nprocs ? a->nprocs : 1, sizeof(*list));
 	struct grpc_buf reply = { 0 };
+	struct sw_process **list;
 	struct sw_msg req;
-	size_t n = 0;
+	size_t n;
 
-	if (!list)
-		return;
-	for (size_t i = 0; i < a->nprocs; i++)
-		if (a->procs[i]->reported)
-			list[n++] = &a->procs[i]->sw;
-	if (n && !sw_encode_ping(list, n, a->agent_id, &req))
+	list = proc_list(a, PROCS_REPORTED, &n);
+	if (list && n && !sw_encode_ping(list, n, a->agent_id, &req))
 		unary(a, "keepAlive", SW_PATH_KEEP_ALIVE, &req, &reply);
 	grpc_buf_free(&reply);
 	free(list);
@@ -525,23 +556,12 @@ static int task_add(struct agent *a, struct agent_task *t)
 	return 0;
 }
 
-/* Takes @t and @pids (a task whose processes are known here). */
-static void accept_task(struct agent *a, struct sw_task *t, uint32_t *pids, size_t npids)
+/* The profiler kind to run @t with, or KIND_NONE (after saying why not). */
+static int task_run_kind(const struct sw_task *t, int64_t now)
 {
-	struct agent_task *task = task_find(a, t->task_id);
-	int64_t now = wall_ms(), end = t->start_time_ms + t->duration_s * 1000;
+	int64_t end = task_end_ms(t);
 	int kind = task_kind(t);
 
-	if (task && task->state == TASK_RUNNING) {
-		/* The same task again only re-arms its stop time. */
-		task->stop_at_ms = now + task->t.duration_s * 1000;
-		log_info("task %s re-armed: stops in %" PRId64 " s", task->t.task_id, task->t.duration_s);
-		goto drop;
-	}
-	if (task && task->state == TASK_PENDING)
-		goto drop;
-	if (task && task->kind == KIND_NONE)
-		goto drop;
 	if (kind == KIND_NONE) {
 		log_warn("task %s: %s profiling is not supported, ignored", t->task_id, t->target_name);
 	} else if (strcmp(t->trigger, "FIXED_TIME")) {
@@ -550,10 +570,29 @@ static void accept_task(struct agent *a, struct sw_task *t, uint32_t *pids, size
 	} else if (now > end) {
 		log_info("task %s (%s) expired %" PRId64 " s ago, skipped", t->task_id, t->target_name,
 			 (now - end) / 1000);
-		if (task)
-			goto drop;
 		kind = KIND_NONE;
 	}
+	return kind;
+}
+
+/* Takes @t and @pids (a task whose processes are known here). */
+static void accept_task(struct agent *a, struct sw_task *t, uint32_t *pids, size_t npids)
+{
+	struct agent_task *task = task_find(a, t->task_id);
+	int64_t now = wall_ms();
+	int kind;
+
+	if (task && task->state == TASK_RUNNING) {
+		/* The same task again only re-arms its stop time. */
+		task->stop_at_ms = ms_after(now, task->t.duration_s);
+		log_info("task %s re-armed: stops in %" PRId64 " s", task->t.task_id, task->t.duration_s);
+		goto drop;
+	}
+	if (task && (task->state == TASK_PENDING || task->kind == KIND_NONE))
+		goto drop;
+	kind = task_run_kind(t, now);
+	if (task && kind == KIND_NONE)
+		goto drop;	/* keep what ran before */
 	if (task) {
 		/* A finished task handed out again before its end time: run it again. */
 		sw_task_free(&task->t);
@@ -565,12 +604,11 @@ static void accept_task(struct agent *a, struct sw_task *t, uint32_t *pids, size
 			goto drop;
 		}
 	}
-	task->t = *t;
-	task->pids = pids;
-	task->npids = npids;
-	task->kind = kind;
-	task->state = kind == KIND_NONE ? TASK_DONE : TASK_PENDING;
-	task->count = task->messages = 0;
+	/* A task that cannot run is remembered (TASK_DONE), so that it is said once. */
+	*task = (struct agent_task){
+		.t = *t, .pids = pids, .npids = npids, .kind = kind,
+		.state = kind == KIND_NONE ? TASK_DONE : TASK_PENDING,
+	};
 	if (kind != KIND_NONE)
 		log_info("task %s (%s, %" PRId64 " s, %zu processes) accepted", t->task_id,
 			 t->target_name, t->duration_s, npids);
@@ -680,52 +718,70 @@ static int prof_open(struct agent *a, struct agent_prof *ap, uint32_t *pids, int
 	return err;
 }
 
-static bool has_pid(const uint32_t *pids, int n, uint32_t pid)
+/* The union of the pids of @kind's running tasks, in *@out (malloc'd); count or -ENOMEM. */
+static int wanted_pids(const struct agent *a, int kind, uint32_t **out)
 {
-	for (int i = 0; i < n; i++)
-		if (pids[i] == pid)
-			return true;
-	return false;
-}
-
-/* The kernel-side PID filter of @kind follows the union of its running tasks' processes. */
-static void reconfigure(struct agent *a, int kind)
-{
-	struct agent_prof *ap = &a->prof[kind];
 	uint32_t *want = NULL;
-	int nwant = 0;
-	size_t cap = 0;
+	size_t cap = 0, n = 0;
 
+	*out = NULL;
 	for (size_t i = 0; i < a->ntasks; i++)
 		if (a->tasks[i]->kind == kind && a->tasks[i]->state == TASK_RUNNING)
 			cap += a->tasks[i]->npids;
-	if (cap && !(want = calloc(cap, sizeof(*want))))
-		return;
+	if (cap == 0)
+		return 0;
+	want = calloc(cap, sizeof(*want));
+	if (!want)
+		return -ENOMEM;
 	for (size_t i = 0; i < a->ntasks; i++) {
 		const struct agent_task *t = a->tasks[i];
 
 		if (t->kind != kind || t->state != TASK_RUNNING)
 			continue;
 		for (size_t j = 0; j < t->npids; j++)
-			if (!has_pid(want, nwant, t->pids[j]))
-				want[nwant++] = t->pids[j];
+			if (!has_pid(want, n, t->pids[j]))
+				want[n++] = t->pids[j];
+	}
+	*out = want;
+	return (int)n;
+}
+
+/* Ends the running tasks of @kind: there is nothing to run them with. */
+static void abort_tasks(struct agent *a, int kind)
+{
+	for (size_t i = 0; i < a->ntasks; i++) {
+		struct agent_task *t = a->tasks[i];
+
+		if (t->kind == kind && t->state == TASK_RUNNING) {
+			t->state = TASK_DONE;
+			log_warn("task %s (%s) ended: its profiler cannot run", t->t.task_id,
+				 t->t.target_name);
+		}
+	}
+}
+
+/* The kernel-side PID filter of @kind follows the union of its running tasks' processes. */
+static void reconfigure(struct agent *a, int kind)
+{
+	struct agent_prof *ap = &a->prof[kind];
+	uint32_t *want;
+	int nwant = wanted_pids(a, kind, &want);
+
+	if (nwant < 0) {
+		log_warn("%s: out of memory, the profiled processes are not updated", ap->ops->name);
+		return;
 	}
 	if (nwant == 0) {
 		if (ap->p)
 			log_info("%s: no task left, profiler stopped", ap->ops->name);
 		prof_close(ap);
-		free(want);
 		return;
 	}
 	if (!ap->p) {
-		if (prof_open(a, ap, want, nwant)) {
-			/* Nothing to run these tasks with: end them. */
-			for (size_t i = 0; i < a->ntasks; i++)
-				if (a->tasks[i]->kind == kind && a->tasks[i]->state == TASK_RUNNING)
-					a->tasks[i]->state = TASK_DONE;
-		} else {
+		if (prof_open(a, ap, want, nwant))
+			abort_tasks(a, kind);
+		else
 			log_info("%s: profiling %d processes", ap->ops->name, nwant);
-		}
 		return;
 	}
 	/* Live: drop pids no task wants from the BPF set, then write the new set. */
@@ -737,7 +793,8 @@ static void reconfigure(struct agent *a, int kind)
 	ap->npids = nwant;
 	ap->p->opts.pids = want;
 	ap->p->opts.npids = nwant;
-	profiler_configure(ap->p);
+	if (profiler_configure(ap->p))
+		log_warn("%s: the profiled processes could not all be updated", ap->ops->name);
 }
 
 /* ---- the spool and data upload ---- */
@@ -830,49 +887,62 @@ static void spool_send(struct agent *a)
 	}
 }
 
+/* Drains the profiler of @kind and appends its running tasks' messages to @batch. */
+static void flush_kind(struct agent *a, int kind, int64_t now, struct sw_msgs *batch)
+{
+	struct agent_prof *ap = &a->prof[kind];
+	struct profile prof;
+	int err;
+
+	profiler_profile_init(ap->p, &prof, a->sym);
+	prof.time_ns = (int64_t)now_ns(CLOCK_REALTIME);
+	err = profiler_snapshot_into(ap->p, &prof);
+	if (err)
+		log_warn("%s: snapshot failed: %s", ap->ops->name, strerror(-err));
+	for (size_t i = 0; i < a->ntasks; i++) {
+		struct agent_task *t = a->tasks[i];
+		/* Metadata goes on the task's first message of this stream only. */
+		struct sw_task_meta meta = {
+			.task_id = t->t.task_id, .process_id = t->t.process_ids[0],
+			.start_ms = t->run_start_ms, .current_ms = now,
+		};
+		uint64_t total;
+		int n;
+
+		if (t->kind != kind || t->state != TASK_RUNNING)
+			continue;
+		n = sw_profile_messages(&prof, t->pids, t->npids, &meta, batch, &total);
+		if (n < 0) {
+			log_warn("task %s: cannot encode profiling data: %s", t->t.task_id, strerror(-n));
+			continue;
+		}
+		t->messages += n;
+		t->count += total;
+	}
+	profile_free(&prof);
+}
+
 /* Drains the profilers into one batch of messages for every running task, and sends. */
 static void flush(struct agent *a)
 {
 	struct sw_msgs batch = { 0 };
 	int64_t now = wall_ms();
 
-	for (int k = 0; k < NKINDS; k++) {
-		struct agent_prof *ap = &a->prof[k];
-		struct profile prof;
-		int err;
-
-		if (!ap->p)
-			continue;
-		profiler_profile_init(ap->p, &prof, a->sym);
-		prof.time_ns = (int64_t)now_ns(CLOCK_REALTIME);
-		err = profiler_snapshot_into(ap->p, &prof);
-		if (err)
-			log_warn("%s: snapshot failed: %s", ap->ops->name, strerror(-err));
-		for (size_t i = 0; i < a->ntasks; i++) {
-			struct agent_task *t = a->tasks[i];
-			struct sw_task_meta meta = {
-				.task_id = t->t.task_id, .process_id = t->t.process_ids[0],
-				.start_ms = t->run_start_ms, .current_ms = now,
-			};
-			uint64_t total;
-			int n;
-
-			if (t->kind != k || t->state != TASK_RUNNING)
-				continue;
-			n = sw_profile_messages(&prof, t->pids, t->npids, &meta, &batch, &total);
-			if (n < 0) {
-				log_warn("task %s: cannot encode profiling data: %s", t->t.task_id, strerror(-n));
-				continue;
-			}
-			t->messages += n;
-			t->count += total;
-		}
-		profile_free(&prof);
-	}
+	for (int k = 0; k < NKINDS; k++)
+		if (a->prof[k].p)
+			flush_kind(a, k, now, &batch);
 	if (batch.n)
 		spool_push(&a->spool, &batch);
 	sw_msgs_free(&batch);
 	spool_send(a);
+}
+
+/* The tests read this line: "task ID (TYPE) finished: COUNT ..." */
+static void log_task_end(const struct agent_task *t, const char *how)
+{
+	log_info("task %s (%s) %s: %" PRIu64 " %s in %" PRIu64 " messages", t->t.task_id,
+		 t->t.target_name, how, t->count, t->kind == KIND_ONCPU ? "samples" : "switches",
+		 t->messages);
 }
 
 /* Starts due tasks, ends finished ones (after a last flush). */
@@ -888,7 +958,7 @@ static void tick_tasks(struct agent *a)
 		if (t->state == TASK_PENDING && now >= t->t.start_time_ms) {
 			t->state = TASK_RUNNING;
 			t->run_start_ms = now;
-			t->stop_at_ms = now + t->t.duration_s * 1000;
+			t->stop_at_ms = ms_after(now, t->t.duration_s);
 			for (size_t j = 0; j < t->npids; j++)
 				symbolizer_track(a->sym, t->pids[j]);
 			log_info("task %s (%s) started for %" PRId64 " s", t->t.task_id, t->t.target_name,
@@ -907,9 +977,7 @@ static void tick_tasks(struct agent *a)
 				continue;
 			t->state = TASK_DONE;
 			changed[t->kind] = true;
-			log_info("task %s (%s) finished: %" PRIu64 " %s in %" PRIu64 " messages", t->t.task_id,
-				 t->t.target_name, t->count, t->kind == KIND_ONCPU ? "samples" : "switches",
-				 t->messages);
+			log_task_end(t, "finished");
 		}
 	}
 	for (int k = 0; k < NKINDS; k++)
@@ -926,7 +994,7 @@ static void prune_tasks(struct agent *a)
 	for (size_t i = 0; i < a->ntasks; i++) {
 		struct agent_task *t = a->tasks[i];
 
-		if (t->state == TASK_DONE && now > t->t.start_time_ms + t->t.duration_s * 1000 + 3600000) {
+		if (t->state == TASK_DONE && now > ms_after(task_end_ms(&t->t), 3600)) {
 			task_free(t);
 			continue;
 		}
@@ -1082,10 +1150,39 @@ static bool add_cgroup(struct agent_opts *o, const char *arg)
 	return true;
 }
 
+/* Checks across options, and reads the token.  0 or an exit code. */
+static int check_args(struct agent_opts *o, const char *token_file)
+{
+	const char *env = getenv("APERTURE_OAP_TOKEN");
+
+	if (o->deadline_ms > 3600000 || o->backoff_max_ms > 3600000) {
+		log_error("run: --deadline and --reconnect-max are at most 3600 s");
+		return EXIT_USAGE;
+	}
+	if (!o->oap) {
+		log_error("run: --oap HOST:PORT is required");
+		return EXIT_USAGE;
+	}
+	if (!o->npids && !o->nexe && !o->ncgroups) {
+		log_error("run: select processes with --pid, --exe-pattern or --cgroup");
+		return EXIT_USAGE;
+	}
+	if (token_file) {
+		o->token = read_token_file(token_file);
+		if (!o->token)
+			return EXIT_USAGE;
+	} else if (env && *env) {
+		o->token = xstrdup(env);
+		if (!o->token)
+			return EXIT_RUNTIME;
+	}
+	return 0;
+}
+
 /* Returns 0 to go on, -1 after --help, or an exit code. */
 static int parse_args(struct agent_opts *o, int argc, char **argv)
 {
-	const char *token_file = NULL, *env;
+	const char *token_file = NULL;
 	int c, n;
 
 	*o = (struct agent_opts){
@@ -1146,29 +1243,7 @@ static int parse_args(struct agent_opts *o, int argc, char **argv)
 		log_error("run: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (o->deadline_ms > 3600000 || o->backoff_max_ms > 3600000) {
-		log_error("run: --deadline and --reconnect-max are at most 3600 s");
-		return EXIT_USAGE;
-	}
-	if (!o->oap) {
-		log_error("run: --oap HOST:PORT is required");
-		return EXIT_USAGE;
-	}
-	if (!o->npids && !o->nexe && !o->ncgroups) {
-		log_error("run: select processes with --pid, --exe-pattern or --cgroup");
-		return EXIT_USAGE;
-	}
-	env = getenv("APERTURE_OAP_TOKEN");
-	if (token_file) {
-		o->token = read_token_file(token_file);
-		if (!o->token)
-			return EXIT_USAGE;
-	} else if (env && *env) {
-		o->token = xstrdup(env);
-		if (!o->token)
-			return EXIT_RUNTIME;
-	}
-	return 0;
+	return check_args(o, token_file);
 }
 
 /* ---- the daemon ---- */
@@ -1206,6 +1281,16 @@ static uint64_t min_u64(uint64_t x, uint64_t y)
 	return x < y ? x : y;
 }
 
+/*
+ * The next due time of a periodic job: one period after the last due time,
+ * so that time spent in the loop does not add up; never in the past.
+ */
+static uint64_t next_tick(uint64_t due, uint64_t period_ms, uint64_t now)
+{
+	due += period_ms * MS;
+	return due > now ? due : now + period_ms * MS;
+}
+
 static void agent_loop(struct agent *a)
 {
 	uint64_t start = now_ns(CLOCK_MONOTONIC);
@@ -1219,7 +1304,7 @@ static void agent_loop(struct agent *a)
 			break;
 		if (now >= next_heartbeat) {
 			heartbeat(a);
-			next_heartbeat = now + a->o.heartbeat_ms * MS;
+			next_heartbeat = next_tick(next_heartbeat, a->o.heartbeat_ms, now);
 		}
 		if (!a->fatal && now >= next_query) {
 			if (any_unreported(a))
@@ -1227,14 +1312,14 @@ static void agent_loop(struct agent *a)
 			if (!a->fatal)
 				query_tasks(a);
 			prune_tasks(a);
-			next_query = now + a->o.task_ms * MS;
+			next_query = next_tick(next_query, a->o.task_ms, now);
 		}
 		if (a->fatal)
 			break;
 		tick_tasks(a);
 		if (now >= next_flush) {
 			flush(a);
-			next_flush = now + a->o.flush_ms * MS;
+			next_flush = next_tick(next_flush, a->o.flush_ms, now);
 		}
 		consume_events(a);
 		/* Short naps: task start and stop times are checked every 100 ms at most. */
@@ -1255,9 +1340,7 @@ static void agent_shutdown(struct agent *a)
 		flush(a);	/* the last interval, and one more try for the spool */
 	for (size_t i = 0; i < a->ntasks; i++)
 		if (a->tasks[i]->state == TASK_RUNNING)
-			log_info("task %s (%s) interrupted: %" PRIu64 " %s in %" PRIu64 " messages",
-				 a->tasks[i]->t.task_id, a->tasks[i]->t.target_name, a->tasks[i]->count,
-				 a->tasks[i]->kind == KIND_ONCPU ? "samples" : "switches", a->tasks[i]->messages);
+			log_task_end(a->tasks[i], "interrupted");
 	if (a->spool.head) {
 		size_t pending = 0;
 

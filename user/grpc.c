@@ -8,6 +8,7 @@
  * big-endian length.  The status comes in trailers (grpc-status, grpc-message)
  * or, when the server fails the call at once, in a trailers-only response.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -51,8 +52,21 @@ struct grpc_call {
 	uint32_t close_error;		/* HTTP/2 error code it closed with */
 };
 
+/*
+ * A name lookup in glibc's resolver thread (getaddrinfo_a), so that a slow
+ * DNS server cannot hold a call past its deadline.  A lookup that outlives
+ * one connect attempt is kept for the next.  It owns copies of the names: the
+ * resolver thread may read them after the channel is gone.
+ */
+struct grpc_lookup {
+	struct gaicb cb;
+	struct addrinfo hints;
+	char names[];			/* host NUL port NUL */
+};
+
 struct grpc_channel {
 	char *host, *port, *authority, *token;
+	struct grpc_lookup *lookup;	/* a lookup still running, or NULL */
 	unsigned int connect_timeout_ms;
 	unsigned int backoff_initial_ms, backoff_max_ms, backoff_ms;
 	uint64_t next_attempt_ns;	/* CLOCK_MONOTONIC; no connect before */
@@ -180,6 +194,97 @@ struct grpc_channel *grpc_channel_new(const struct grpc_opts *opts)
 	return ch;
 }
 
+static struct grpc_lookup *lookup_start(const struct grpc_channel *ch, int *err)
+{
+	size_t hlen = strlen(ch->host) + 1, plen = strlen(ch->port) + 1;
+	struct grpc_lookup *l = calloc(1, sizeof(*l) + hlen + plen);
+	struct gaicb *list[1];
+
+	if (!l) {
+		*err = EAI_MEMORY;
+		return NULL;
+	}
+	memcpy(l->names, ch->host, hlen);
+	memcpy(l->names + hlen, ch->port, plen);
+	l->hints.ai_socktype = SOCK_STREAM;
+	l->cb.ar_name = l->names;
+	l->cb.ar_service = l->names + hlen;
+	l->cb.ar_request = &l->hints;
+	list[0] = &l->cb;
+	*err = getaddrinfo_a(GAI_NOWAIT, list, 1, NULL);
+	if (*err) {
+		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+/* The lookup's result (0 or EAI_*), or EAI_INPROGRESS when it is not done by @deadline_ns. */
+static int lookup_wait(struct grpc_lookup *l, uint64_t deadline_ns)
+{
+	const struct gaicb *const list[1] = { &l->cb };
+
+	for (;;) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC), left;
+		struct timespec ts;
+		int rv = gai_error(&l->cb);
+
+		if (rv != EAI_INPROGRESS || now >= deadline_ns)
+			return rv;
+		left = deadline_ns - now;
+		ts.tv_sec = (time_t)(left / 1000000000ull);
+		ts.tv_nsec = (long)(left % 1000000000ull);
+		gai_suspend(list, 1, &ts);	/* done, timed out or interrupted: look again */
+	}
+}
+
+static void lookup_free(struct grpc_lookup *l)
+{
+	if (!l)
+		return;
+	/* Still running and not cancelable: the resolver thread owns it now (a leak, at exit only). */
+	if (gai_cancel(&l->cb) == EAI_NOTCANCELED)
+		return;
+	if (l->cb.ar_result)
+		freeaddrinfo(l->cb.ar_result);
+	free(l);
+}
+
+/*
+ * The addresses of the target (freeaddrinfo them), or NULL with why in @st.
+ * An address literal needs no lookup; a name is looked up until @deadline_ns.
+ */
+static struct addrinfo *resolve(struct grpc_channel *ch, uint64_t deadline_ns, struct grpc_status *st)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST }, *res = NULL;
+	int rv;
+
+	if (!ch->lookup && getaddrinfo(ch->host, ch->port, &hints, &res) == 0)
+		return res;
+	if (!ch->lookup) {
+		ch->lookup = lookup_start(ch, &rv);
+		if (!ch->lookup)
+			goto fail;
+	}
+	rv = lookup_wait(ch->lookup, deadline_ns);
+	if (rv == EAI_INPROGRESS) {
+		set_status(st, GRPC_UNAVAILABLE, "cannot resolve %s: no answer in time", ch->host);
+		return NULL;
+	}
+	res = ch->lookup->cb.ar_result;
+	ch->lookup->cb.ar_result = NULL;
+	lookup_free(ch->lookup);
+	ch->lookup = NULL;
+	if (!rv && res)
+		return res;
+	if (res)
+		freeaddrinfo(res);
+fail:
+	set_status(st, GRPC_UNAVAILABLE, "cannot resolve %s: %s", ch->host,
+		   rv == EAI_SYSTEM ? strerror(errno) : gai_strerror(rv));
+	return NULL;
+}
+
 static void disconnect(struct grpc_channel *ch)
 {
 	if (ch->session)
@@ -197,6 +302,7 @@ void grpc_channel_free(struct grpc_channel *ch)
 	if (!ch)
 		return;
 	disconnect(ch);
+	lookup_free(ch->lookup);
 	free(ch->host);
 	free(ch->port);
 	free(ch->authority);
@@ -317,8 +423,8 @@ static void drain_idle(struct grpc_channel *ch)
  */
 static int ensure_connected(struct grpc_channel *ch, uint64_t deadline_ns, struct grpc_status *st)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL, *ai;
 	uint64_t now = now_ns(CLOCK_MONOTONIC), conn_deadline;
+	struct addrinfo *res, *ai;
 	int fd = -ENOENT, rv;
 
 	drain_idle(ch);
@@ -337,9 +443,8 @@ static int ensure_connected(struct grpc_channel *ch, uint64_t deadline_ns, struc
 	conn_deadline = now + ch->connect_timeout_ms * 1000000ull;
 	if (deadline_ns && deadline_ns < conn_deadline)
 		conn_deadline = deadline_ns;
-	rv = getaddrinfo(ch->host, ch->port, &hints, &res);
-	if (rv) {
-		set_status(st, GRPC_UNAVAILABLE, "cannot resolve %s: %s", ch->host, gai_strerror(rv));
+	res = resolve(ch, conn_deadline, st);
+	if (!res) {
 		schedule_backoff(ch);
 		return GRPC_UNAVAILABLE;
 	}
@@ -392,20 +497,31 @@ static void percent_decode(char *dst, size_t size, const uint8_t *src, size_t le
 	size_t i, o = 0;
 
 	for (i = 0; i < len && o + 1 < size; i++) {
-		if (src[i] == '%' && i + 2 < len) {
+		if (src[i] == '%' && i + 2 < len && isxdigit(src[i + 1]) && isxdigit(src[i + 2])) {
 			char hex[3] = { (char)src[i + 1], (char)src[i + 2], 0 };
-			char *end;
-			long v = strtol(hex, &end, 16);
 
-			if (*end == '\0') {
-				dst[o++] = (char)v;
-				i += 2;
-				continue;
-			}
+			dst[o++] = (char)strtol(hex, NULL, 16);
+			i += 2;
+			continue;
 		}
 		dst[o++] = (char)src[i];
 	}
 	dst[o] = '\0';
+}
+
+/* A decimal header value; -1 when it is not one (a garbled grpc-status is no OK). */
+static int parse_code(const uint8_t *value, size_t len)
+{
+	int v = 0;
+
+	if (len == 0 || len > 4)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (!isdigit(value[i]))
+			return -1;
+		v = v * 10 + (value[i] - '0');
+	}
+	return v;
 }
 
 static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
@@ -413,16 +529,15 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 		     void *user_data)
 {
 	struct grpc_call *call = call_of(session, frame->hd.stream_id);
-	char num[16];
+	int code;
 
 	if (!call || frame->hd.type != NGHTTP2_HEADERS)
 		return 0;
 	if (namelen == 7 && !memcmp(name, ":status", 7)) {
-		snprintf(num, sizeof(num), "%.*s", (int)valuelen, value);
-		call->http_status = atoi(num);
+		call->http_status = parse_code(value, valuelen);
 	} else if (namelen == 11 && !memcmp(name, "grpc-status", 11)) {
-		snprintf(num, sizeof(num), "%.*s", (int)valuelen, value);
-		call->grpc_status = atoi(num);
+		code = parse_code(value, valuelen);
+		call->grpc_status = code < 0 ? GRPC_UNKNOWN : code;
 	} else if (namelen == 12 && !memcmp(name, "grpc-message", 12)) {
 		percent_decode(call->grpc_message, sizeof(call->grpc_message), value, valuelen);
 	}
@@ -587,13 +702,39 @@ static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *b
 #define NV(NAME, VALUE) { (uint8_t *)(NAME), (uint8_t *)(VALUE), sizeof(NAME) - 1, strlen(VALUE), \
 			  NGHTTP2_NV_FLAG_NONE }
 
+/* Sends the request headers of @call; its stream id, or a negative nghttp2 error. */
+static int32_t submit_request(struct grpc_channel *ch, struct grpc_call *call, const char *path,
+			      unsigned int timeout_ms)
+{
+	nghttp2_data_provider body = { .source.ptr = call, .read_callback = read_body };
+	char timeout[16];
+
+	/* grpc-timeout allows 8 digits: milliseconds up to 27 hours, seconds beyond. */
+	if (timeout_ms <= 99999999)
+		snprintf(timeout, sizeof(timeout), "%um", timeout_ms);
+	else
+		snprintf(timeout, sizeof(timeout), "%uS", timeout_ms / 1000);
+	nghttp2_nv hdrs[] = {
+		NV(":method", "POST"),
+		NV(":scheme", "http"),
+		NV(":path", path),
+		NV(":authority", ch->authority),
+		NV("content-type", "application/grpc"),
+		NV("te", "trailers"),
+		NV("grpc-timeout", timeout),
+		NV("user-agent", "aperture-grpc/" APERTURE_VERSION),
+		NV("authentication", ch->token ? ch->token : ""),	/* last: left out without a token */
+	};
+	size_t nhdrs = sizeof(hdrs) / sizeof(hdrs[0]) - (ch->token ? 0 : 1);
+
+	return nghttp2_submit_request(ch->session, NULL, hdrs, nhdrs, &body, call);
+}
+
 static int start_call(struct grpc_channel *ch, const char *path, unsigned int timeout_ms,
 		      struct grpc_call **out, struct grpc_status *st)
 {
 	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + timeout_ms * 1000000ull;
-	char timeout[16];
 	struct grpc_call *call;
-	nghttp2_data_provider body;
 	int code;
 
 	if (ch->active) {
@@ -612,29 +753,7 @@ static int start_call(struct grpc_channel *ch, const char *path, unsigned int ti
 	call->deadline_ns = deadline;
 	call->grpc_status = -1;
 	call->local_code = -1;
-	/* grpc-timeout allows 8 digits: milliseconds up to 27 hours, seconds beyond. */
-	if (timeout_ms <= 99999999)
-		snprintf(timeout, sizeof(timeout), "%um", timeout_ms);
-	else
-		snprintf(timeout, sizeof(timeout), "%uS", timeout_ms / 1000);
-	{
-		nghttp2_nv hdrs[] = {
-			NV(":method", "POST"),
-			NV(":scheme", "http"),
-			NV(":path", path),
-			NV(":authority", ch->authority),
-			NV("content-type", "application/grpc"),
-			NV("te", "trailers"),
-			NV("grpc-timeout", timeout),
-			NV("user-agent", "aperture-grpc/" APERTURE_VERSION),
-			NV("authentication", ch->token ? ch->token : ""),
-		};
-		size_t nhdrs = sizeof(hdrs) / sizeof(hdrs[0]) - (ch->token ? 0 : 1);
-
-		body.source.ptr = call;
-		body.read_callback = read_body;
-		call->stream_id = nghttp2_submit_request(ch->session, NULL, hdrs, nhdrs, &body, call);
-	}
+	call->stream_id = submit_request(ch, call, path, timeout_ms);
 	if (call->stream_id < 0) {
 		set_status(st, GRPC_UNAVAILABLE, "cannot start stream: %s",
 			   nghttp2_strerror(call->stream_id));
@@ -654,6 +773,12 @@ static int queue_message(struct grpc_call *call, const void *msg, size_t len)
 
 	if (len > UINT32_MAX)
 		return -E2BIG;
+	/* What nghttp2 took is dead weight: drop it once there is much of it. */
+	if (call->out_off >= GRPC_SEND_HIGH_WATER) {
+		memmove(call->out, call->out + call->out_off, call->out_len - call->out_off);
+		call->out_len -= call->out_off;
+		call->out_off = 0;
+	}
 	if (buf_append(&call->out, &call->out_len, &call->out_cap, prefix, sizeof(prefix)) ||
 	    buf_append(&call->out, &call->out_len, &call->out_cap, msg, len))
 		return -ENOMEM;
@@ -738,16 +863,15 @@ static void end_call(struct grpc_call *call)
 {
 	struct grpc_channel *ch = call->ch;
 
-	if (ch->session && !ch->broken) {
-		if (!call->closed) {
-			nghttp2_submit_rst_stream(ch->session, NGHTTP2_FLAG_NONE, call->stream_id,
-						  NGHTTP2_CANCEL);
-			/* Best effort: let the RST_STREAM out without waiting. */
-			pump(ch, 0, NULL, NULL);
-		}
-		if (ch->session)
-			nghttp2_session_set_stream_user_data(ch->session, call->stream_id, NULL);
+	if (ch->session && !ch->broken && !call->closed) {
+		nghttp2_submit_rst_stream(ch->session, NGHTTP2_FLAG_NONE, call->stream_id,
+					  NGHTTP2_CANCEL);
+		/* Best effort: let the RST_STREAM out without waiting. */
+		pump(ch, 0, NULL, NULL);
 	}
+	/* Whatever the session still does with the stream must not reach the freed call. */
+	if (ch->session)
+		nghttp2_session_set_stream_user_data(ch->session, call->stream_id, NULL);
 	ch->active = NULL;
 	grpc_buf_free(&call->in);
 	free(call->out);

@@ -136,8 +136,6 @@ static bool enc_kvs(pb_ostream_t *stream, const pb_field_t *field, void *const *
 
 /* ---- processes ---- */
 
-#define PROC_PROPS 4
-
 struct proc_list {
 	struct sw_process *const *procs;
 	size_t n;
@@ -152,49 +150,52 @@ static void entity_of(const struct sw_process *p, skywalking_v3_EBPFProcessEntit
 	set_str(&e->processName, p->process_name);
 }
 
+/* The heartbeat only needs what keeps the process profilable. */
+static bool enc_ping(pb_ostream_t *stream, const struct sw_process *p)
+{
+	static const struct sw_kv support = { "support_ebpf_profiling", "true" };
+	skywalking_v3_EBPFProcessPingPkg ping = skywalking_v3_EBPFProcessPingPkg_init_zero;
+	struct kv_list kvs = { &support, 1 };
+
+	ping.has_entityMetadata = true;
+	entity_of(p, &ping.entityMetadata);
+	ping.properties.funcs.encode = enc_kvs;
+	ping.properties.arg = &kvs;
+	return pb_encode_submessage(stream, skywalking_v3_EBPFProcessPingPkg_fields, &ping);
+}
+
+static bool enc_host_process(pb_ostream_t *stream, const struct sw_process *p)
+{
+	skywalking_v3_EBPFProcessProperties msg = skywalking_v3_EBPFProcessProperties_init_zero;
+	skywalking_v3_EBPFHostProcessMetadata *h = &msg.hostProcess;
+	char pid[16];
+	const struct sw_kv props[] = {
+		{ "host_ip", (char *)p->host_ip },
+		{ "pid", pid },
+		{ "command_line", (char *)p->command_line },
+		{ "support_ebpf_profiling", "true" },
+	};
+	struct kv_list kvs = { props, sizeof(props) / sizeof(props[0]) };
+
+	snprintf(pid, sizeof(pid), "%u", p->pid);
+	msg.has_hostProcess = true;
+	h->has_entity = true;
+	entity_of(p, &h->entity);
+	h->pid = (int32_t)p->pid;
+	h->properties.funcs.encode = enc_kvs;
+	h->properties.arg = &kvs;
+	return pb_encode_submessage(stream, skywalking_v3_EBPFProcessProperties_fields, &msg);
+}
+
 static bool enc_procs(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
 {
 	const struct proc_list *list = *arg;
 
 	for (size_t i = 0; i < list->n; i++) {
 		const struct sw_process *p = list->procs[i];
-		char pid[16];
-		struct sw_kv props[PROC_PROPS] = {
-			{ "host_ip", (char *)p->host_ip },
-			{ "pid", pid },
-			{ "command_line", (char *)p->command_line },
-			{ "support_ebpf_profiling", "true" },
-		};
-		struct kv_list kvs = { props, PROC_PROPS };
-		bool ok;
 
-		snprintf(pid, sizeof(pid), "%u", p->pid);
-		if (!pb_encode_tag_for_field(stream, field))
-			return false;
-		if (list->ping) {
-			skywalking_v3_EBPFProcessPingPkg ping = skywalking_v3_EBPFProcessPingPkg_init_zero;
-
-			ping.has_entityMetadata = true;
-			entity_of(p, &ping.entityMetadata);
-			/* The heartbeat only needs what keeps the process profilable. */
-			kvs.kv = props + PROC_PROPS - 1;
-			kvs.n = 1;
-			ping.properties.funcs.encode = enc_kvs;
-			ping.properties.arg = &kvs;
-			ok = pb_encode_submessage(stream, skywalking_v3_EBPFProcessPingPkg_fields, &ping);
-		} else {
-			skywalking_v3_EBPFProcessProperties props_msg = skywalking_v3_EBPFProcessProperties_init_zero;
-			skywalking_v3_EBPFHostProcessMetadata *h = &props_msg.hostProcess;
-
-			props_msg.has_hostProcess = true;
-			h->has_entity = true;
-			entity_of(p, &h->entity);
-			h->pid = (int32_t)p->pid;
-			h->properties.funcs.encode = enc_kvs;
-			h->properties.arg = &kvs;
-			ok = pb_encode_submessage(stream, skywalking_v3_EBPFProcessProperties_fields, &props_msg);
-		}
-		if (!ok)
+		if (!pb_encode_tag_for_field(stream, field) ||
+		    !(list->ping ? enc_ping(stream, p) : enc_host_process(stream, p)))
 			return false;
 	}
 	return true;
@@ -451,14 +452,21 @@ int sw_task_parse(const struct sw_command *c, struct sw_task *t)
 	*t = (struct sw_task){ 0 };
 	if (!c->name || strcmp(c->name, SW_TASK_COMMAND))
 		return -ENOENT;
+	/* Times are ms since the epoch: a negative one is malformed. */
 	if (!id || !*id || !pids || !target || !trigger ||
 	    parse_i64(sw_command_arg(c, "TaskUpdateTime"), &t->update_time_ms) ||
-	    parse_i64(sw_command_arg(c, "TaskStartTime"), &t->start_time_ms))
+	    parse_i64(sw_command_arg(c, "TaskStartTime"), &t->start_time_ms) ||
+	    t->update_time_ms < 0 || t->start_time_ms < 0)
 		return -EINVAL;
 	t->target = target_of(target);
-	/* The duration only matters to FIXED_TIME CPU tasks; NETWORK tasks get theirs elsewhere. */
-	if (parse_i64(sw_command_arg(c, "FixedTriggerDuration"), &t->duration_s) &&
-	    t->target != SW_TARGET_NETWORK)
+	/*
+	 * The duration only matters to FIXED_TIME CPU tasks; NETWORK tasks get
+	 * theirs elsewhere.  The OAP enforces >= 60 s; bounding it keeps the
+	 * agent's millisecond arithmetic far from overflow.
+	 */
+	if (t->target != SW_TARGET_NETWORK &&
+	    (parse_i64(sw_command_arg(c, "FixedTriggerDuration"), &t->duration_s) ||
+	     t->duration_s <= 0 || t->duration_s > SW_MAX_DURATION_S))
 		return -EINVAL;
 	t->task_id = strdup(id);
 	t->target_name = strdup(target);
@@ -498,11 +506,18 @@ static const char *frame_name(const struct profile_frame *f)
 	return f->sym.name ? f->sym.name : "[unknown]";
 }
 
-static uint64_t hash_str(uint64_t h, const char *s)
+#define FNV_OFFSET 14695981039346656037ull
+#define FNV_PRIME 1099511628211ull
+
+/* FNV-1a over every frame's name, each name terminated by 0xff. */
+static uint64_t frames_hash(uint64_t h, const struct profile_frame *frames, uint32_t n)
 {
-	while (*s)
-		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
-	return (h ^ 0xff) * 1099511628211ull;
+	for (uint32_t i = 0; i < n; i++) {
+		for (const char *s = frame_name(&frames[i]); *s; s++)
+			h = (h ^ (uint8_t)*s) * FNV_PRIME;
+		h = (h ^ 0xff) * FNV_PRIME;
+	}
+	return h;
 }
 
 struct sample_ref {
@@ -512,11 +527,8 @@ struct sample_ref {
 
 static uint64_t symbols_hash(const struct profile_sample *s)
 {
-	uint64_t h = 14695981039346656037ull ^ ((uint64_t)s->nkernel << 32 | s->nuser);
-
-	for (uint32_t i = 0; i < s->nkernel + s->nuser; i++)
-		h = hash_str(h, frame_name(&s->frames[i]));
-	return h;
+	return frames_hash(FNV_OFFSET ^ ((uint64_t)s->nkernel << 32 | s->nuser), s->frames,
+			   s->nkernel + s->nuser);
 }
 
 /* Orders by symbol lists, so that identical lists end up adjacent. */
@@ -547,10 +559,8 @@ static int ref_cmp(const void *a, const void *b)
  */
 static int32_t half_id(const struct profile_frame *frames, uint32_t n)
 {
-	uint64_t h = 14695981039346656037ull;
+	uint64_t h = frames_hash(FNV_OFFSET, frames, n);
 
-	for (uint32_t i = 0; i < n; i++)
-		h = hash_str(h, frame_name(&frames[i]));
 	return (int32_t)((h ^ (h >> 32)) & 0x7fffffff);
 }
 
@@ -654,44 +664,72 @@ static bool pid_wanted(uint32_t tgid, const uint32_t *pids, size_t npids)
 	return false;
 }
 
-int sw_profile_messages(const struct profile *prof, const uint32_t *pids, size_t npids,
-			const struct sw_task_meta *meta, struct sw_msgs *out, uint64_t *total)
+/* The samples of @pids that have a stack, sorted so that equal symbol lists are adjacent. */
+static int select_samples(const struct profile *prof, const uint32_t *pids, size_t npids,
+			  struct sample_ref **out, size_t *nout)
 {
-	bool offcpu = prof->kind && !strcmp(prof->kind, "offcpu");
-	int count_idx = value_index(prof, "count", 0);
-	int ns_idx = value_index(prof, "nanoseconds", 1);
 	struct sample_ref *refs = NULL;
-	size_t nrefs = 0, i, j;
-	int added = 0, err = 0;
+	size_t n = 0;
 
-	if (total)
-		*total = 0;
 	if (prof->nsamples) {
 		refs = calloc(prof->nsamples, sizeof(*refs));
 		if (!refs)
 			return -ENOMEM;
 	}
-	for (i = 0; i < prof->nsamples; i++) {
+	for (size_t i = 0; i < prof->nsamples; i++) {
 		const struct profile_sample *s = &prof->samples[i];
 
 		if (!pid_wanted(s->tgid, pids, npids) || s->nkernel + s->nuser == 0)
 			continue;
-		refs[nrefs].s = s;
-		refs[nrefs].hash = symbols_hash(s);
-		nrefs++;
+		refs[n].s = s;
+		refs[n].hash = symbols_hash(s);
+		n++;
 	}
-	qsort(refs, nrefs, sizeof(*refs), ref_cmp);
-	for (i = 0; i < nrefs; i = j) {
-		struct stack_group g = { .first = refs[i].s };
+	if (n > 1)
+		qsort(refs, n, sizeof(*refs), ref_cmp);
+	*out = refs;
+	*nout = n;
+	return 0;
+}
+
+/* Sums the run of samples equal to refs[0] into @g; returns its length. */
+static size_t sum_group(const struct profile *prof, const struct sample_ref *refs, size_t n,
+			struct stack_group *g)
+{
+	bool offcpu = prof->kind && !strcmp(prof->kind, "offcpu");
+	int count_idx = value_index(prof, "count", 0);
+	int ns_idx = value_index(prof, "nanoseconds", 1);
+	size_t j;
+
+	*g = (struct stack_group){ .first = refs[0].s };
+	for (j = 0; j < n && ref_cmp(&refs[0], &refs[j]) == 0; j++) {
+		g->count += refs[j].s->values[count_idx];
+		if (offcpu && ns_idx < prof->nvalues && ns_idx < PROFILE_MAX_VALUES)
+			g->duration_ns += refs[j].s->values[ns_idx];
+	}
+	return j;
+}
+
+int sw_profile_messages(const struct profile *prof, const uint32_t *pids, size_t npids,
+			const struct sw_task_meta *meta, struct sw_msgs *out, uint64_t *total)
+{
+	bool offcpu = prof->kind && !strcmp(prof->kind, "offcpu");
+	struct sample_ref *refs;
+	size_t nrefs, i, len;
+	int added = 0, err;
+
+	if (total)
+		*total = 0;
+	err = select_samples(prof, pids, npids, &refs, &nrefs);
+	if (err)
+		return err;
+	for (i = 0; i < nrefs; i += len) {
+		struct stack_group g;
 		struct sw_msg msg;
 
-		for (j = i; j < nrefs && ref_cmp(&refs[i], &refs[j]) == 0; j++) {
-			g.count += refs[j].s->values[count_idx];
-			if (offcpu && ns_idx < PROFILE_MAX_VALUES)
-				g.duration_ns += refs[j].s->values[ns_idx];
-		}
+		len = sum_group(prof, refs + i, nrefs - i, &g);
 		if (g.count == 0 && g.duration_ns == 0)
-			continue;
+			continue;	/* no delta in this interval */
 		err = encode_group(&g, offcpu, added == 0 ? meta : NULL, &msg);
 		if (!err)
 			err = msgs_push(out, msg);

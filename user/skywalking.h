@@ -88,14 +88,17 @@ enum sw_target {
 	SW_TARGET_OTHER,
 };
 
+/* The longest FixedTriggerDuration accepted (s): a year. */
+#define SW_MAX_DURATION_S (366ll * 86400)
+
 /* A profiling task as handed out in an EBPFProfilingTaskQuery command. */
 struct sw_task {
 	char *task_id;
 	char **process_ids;
 	size_t nprocess_ids;
-	int64_t update_time_ms;
-	int64_t start_time_ms;
-	int64_t duration_s;		/* FixedTriggerDuration */
+	int64_t update_time_ms;		/* >= 0 */
+	int64_t start_time_ms;		/* >= 0 */
+	int64_t duration_s;		/* FixedTriggerDuration, 1..SW_MAX_DURATION_S (0: NETWORK) */
 	enum sw_target target;
 	char *target_name;		/* TargetType as sent */
 	char *trigger;			/* TriggerType */

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # user/grpc.c against a real gRPC server (python grpcio): unary and client
 # streaming calls, status from trailers and trailers-only responses, the
-# authentication header, deadlines, reconnect with backoff after the server
-# went away (GOAWAY) and came back.
+# authentication header, deadlines (name lookups included), reconnect with
+# backoff after the server went away (GOAWAY) and came back.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/oap.sh"
 have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and protoc"
@@ -64,4 +64,21 @@ ge "UNAVAILABLE while the server is down" "$(grep -c '^UNAVAILABLE' "$TMP/backof
 ok "fails fast while backing off" grep -q 'next attempt in' "$TMP/backoff.out"
 is "last call succeeds after the server is back" "$(tail -1 "$TMP/backoff.out" | cut -d' ' -f1)" "OK"
 ok "no call blocked long (${elapsed} ms for 30 calls)" test "$elapsed" -lt 9000
+
+# A name server that never answers (resolver timeout 5 s x 2): the lookup must not outlive the deadline.
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+	start=$(date +%s%N)
+	unshare -mn bash "$OAPDIR/dns_hang.sh" "$TMP" $WL/grpc_probe -d 300 -b 5000 hang.example.com:11800 \
+		unary:$W/Echo:a unary:$W/Echo:b > "$TMP/dns.out"
+	rc=$?
+	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+	if [ "$rc" = 97 ]; then
+		diag "no private network and mount namespace here: lookup deadline not checked"
+	else
+		is "hanging lookup: UNAVAILABLE at the deadline" "$(sed -n 1p "$TMP/dns.out")" \
+			"UNAVAILABLE len=0 reply= msg=cannot resolve hang.example.com: no answer in time"
+		ok "then fails fast while backing off" grep -q '^UNAVAILABLE .*next attempt in' "$TMP/dns.out"
+		ok "lookups end with their calls (${elapsed} ms for two 300 ms calls)" test "$elapsed" -lt 4000
+	fi
+fi
 done_testing

@@ -13,7 +13,6 @@ have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and 
 bg "$WL/oap_burn" 60
 sleep 0.2
 RUN=("$APERTURE" run --exe-pattern oap_burn --heartbeat-interval 1 --task-interval 1 --flush-interval 1)
-logged() { sed -n "s/.*task $1 (.*) finished: \([0-9]*\) .*/\1/p" "$2"; }
 
 # --- the OAP goes down for 4 s in the middle of a 10 s task ---
 PORT=$(free_port)

@@ -174,10 +174,14 @@ def auth(recs):
 
 
 def queries(recs):
-    """latestUpdateTime: 0 until a task for a known process came, then its update time; never a ghost's."""
+    """latestUpdateTime: 0 until a task for a known process came, then its update time; never a ghost's.
+
+    real: tasks for reported processes that parse (a FixedTriggerDuration > 0).
+    """
     tasks = [r["task"] for r in recs if r.get("event") == "task"]
     ghost = {int(t["TaskUpdateTime"]) for t in tasks if t["ProcessId"].startswith("0000")}
-    real = {int(t["TaskUpdateTime"]) for t in tasks if not t["ProcessId"].startswith("0000")}
+    real = {int(t["TaskUpdateTime"]) for t in tasks
+            if not t["ProcessId"].startswith("0000") and int(t["FixedTriggerDuration"]) > 0}
     seq = [int(q["req"].get("latestUpdateTime", 0)) for q in calls(recs, "queryTasks")]
     out("queries", len(seq))
     out("first", seq[0] if seq else "-")

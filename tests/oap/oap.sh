@@ -31,6 +31,9 @@ stop_oap() {
 # val FILE KEY: the value of "KEY value" in FILE
 val() { awk -v k="$2" '$1 == k { print $2; exit }' "$1"; }
 
+# logged TASK LOG: the count the agent logged for TASK when it finished ("task ID (TYPE) finished: N ...")
+logged() { sed -n "s/.*task $1 (.*) finished: \([0-9]*\) .*/\1/p" "$2"; }
+
 have_oap_deps() {
 	$PY -c 'import grpc, google.protobuf' 2>/dev/null && command -v protoc >/dev/null
 }

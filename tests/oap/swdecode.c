@@ -59,11 +59,15 @@ int main(int argc, char **argv)
 
 		if (!buf || fread(buf, 1, len, f) != len) {
 			fprintf(stderr, "swdecode: truncated message %d\n", n);
+			free(buf);
+			fclose(f);
 			return 1;
 		}
 		d = skywalking__v3__ebpfprofiling_data__unpack(NULL, len, buf);
+		free(buf);
 		if (!d) {
 			fprintf(stderr, "swdecode: message %d does not decode\n", n);
+			fclose(f);
 			return 1;
 		}
 		if (d->task)
@@ -84,7 +88,6 @@ int main(int argc, char **argv)
 		}
 		printf("\n");
 		skywalking__v3__ebpfprofiling_data__free_unpacked(d, NULL);
-		free(buf);
 		n++;
 	}
 	fclose(f);
