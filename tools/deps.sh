@@ -6,7 +6,7 @@ BUILD="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev liblzma-dev
        libnghttp2-dev nanopb libnanopb-dev protobuf-compiler make gcc pkg-config"
 TEST="libprotobuf-c-dev protobuf-c-compiler golang-go libxml2-utils procps
       python3-grpcio python3-protobuf elfutils binutils util-linux valgrind xz-utils
-      golang-github-google-pprof-dev"
+      golang-github-google-pprof-dev iproute2"
 BENCH="linux-perf bpftrace libbpf-tools time jq"
 want="$BUILD $TEST"
 [ "${1:-}" = "--bench" ] && want="$want $BENCH"
