@@ -381,8 +381,9 @@ main() {
 	have bpftool || log "bench: bpftool missing: BPF costs will be n/a"
 
 	APERTURE_OK=
-	if [ -x "$APERTURE" ] && timeout -k 5 30 "$APERTURE" record -d 2 -o "$W/check.folded" --top 3 \
-			>"$W/check.out" 2>&1 && [ -s "$W/check.folded" ]; then
+	# Profile a workload: an idle machine gives no samples at all.
+	if [ -x "$APERTURE" ] && timeout -k 5 30 "$APERTURE" record -d 3 -o "$W/check.folded" --top 3 \
+			-- "$BIN/cpuwork" 1 1 >"$W/check.out" 2>&1 && [ -s "$W/check.folded" ]; then
 		APERTURE_OK=1
 	else
 		log "bench: $APERTURE does not work, its rows will be n/a: $(tail -n 2 "$W/check.out" 2>/dev/null | tr '\n' ' ')"
