@@ -784,17 +784,12 @@ static void reconfigure(struct agent *a, int kind)
 			log_info("%s: profiling %d processes", ap->ops->name, nwant);
 		return;
 	}
-	/* Live: drop pids no task wants from the BPF set, then write the new set. */
-	for (int i = 0; i < ap->npids; i++)
-		if (!has_pid(want, nwant, ap->pids[i]))
-			bpf_map_delete_elem(ap->p->target_pids_fd, &ap->pids[i]);
+	/* Live: the kernel-side set follows the tasks. */
+	if (profiler_set_pids(ap->p, want, nwant))
+		log_warn("%s: the profiled processes could not all be updated", ap->ops->name);
 	free(ap->pids);
 	ap->pids = want;
 	ap->npids = nwant;
-	ap->p->opts.pids = want;
-	ap->p->opts.npids = nwant;
-	if (profiler_configure(ap->p))
-		log_warn("%s: the profiled processes could not all be updated", ap->ops->name);
 }
 
 /* ---- the spool and data upload ---- */

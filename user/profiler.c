@@ -199,6 +199,33 @@ int profiler_configure(struct profiler *p)
 	return 0;
 }
 
+static bool pid_in(const uint32_t *pids, int n, uint32_t pid)
+{
+	for (int i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
+int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids)
+{
+	uint32_t stale[1024], key, *prev = NULL;
+	int nstale = 0;
+
+	/* Collect first: deleting the current key makes get_next_key start over. */
+	while (nstale < (int)(sizeof(stale) / sizeof(stale[0])) &&
+	       bpf_map_get_next_key(p->target_pids_fd, prev, &key) == 0) {
+		if (!pid_in(pids, npids, key))
+			stale[nstale++] = key;
+		prev = &key;
+	}
+	for (int i = 0; i < nstale; i++)
+		bpf_map_delete_elem(p->target_pids_fd, &stale[i]);
+	p->opts.pids = pids;
+	p->opts.npids = npids;
+	return profiler_configure(p);
+}
+
 /* Fallback for kernels without batch ops: nothing writes the map now, so a plain walk is safe. */
 static int drain_by_walk(struct profiler *p, int fd, record_fn fn, void *ctx)
 {

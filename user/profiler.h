@@ -126,6 +126,9 @@ int profiler_stats(struct profiler *p, uint64_t *out);
 /* Snapshot straight into a profile (symbolizing new stacks). */
 int profiler_snapshot_into(struct profiler *p, struct profile *prof);
 
+/* Replaces the target set (0 pids: every process); @pids must outlive @p or the next call. */
+int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids);
+
 /* A profile whose value types and period are this profiler's. */
 void profiler_profile_init(const struct profiler *p, struct profile *prof, struct symbolizer *sym);
 
