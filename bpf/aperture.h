@@ -15,7 +15,7 @@
  * Bump when any map's key/value layout or the control struct changes: a daemon
  * that finds pinned maps of another version refuses to mix them.
  */
-#define APERTURE_LAYOUT_VERSION 1
+#define APERTURE_LAYOUT_VERSION 2
 
 /* perf_event_max_stack's default; a stack value is depth * 8 bytes. */
 #define APERTURE_MAX_DEPTH 127
@@ -79,7 +79,7 @@ enum offcpu_state {
 struct aperture_control {
 	__u32 layout_version;
 	__u32 enabled;		/* bit (1 << enum profiler_id) set: that profiler counts */
-	__u32 filter_pids;	/* 1: only tgids in the target_pids map */
+	__u32 filter_pids;	/* 1: only tgids whose target_pids bits name the profiler */
 	__u32 stack_mode;	/* enum stack_mode */
 	__u64 cgroup_id;	/* 0: any cgroup */
 	__u32 include_idle;	/* on-CPU: count the idle task (pid 0) */

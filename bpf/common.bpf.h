@@ -30,7 +30,11 @@ struct {
 	__type(value, struct aperture_control);
 } control SEC(".maps");
 
-/* Target processes (tgid -> 1); consulted when control.filter_pids is set. */
+/*
+ * Target processes: tgid -> bitmask of the profilers (1 << enum profiler_id)
+ * that want it, so that one shared set serves profilers with different
+ * targets; 0xff means every profiler.  Consulted when control.filter_pids is set.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
@@ -127,8 +131,12 @@ static __always_inline void process_seen(__u32 tgid)
 /* PID set and cgroup filters; both are about the current task. */
 static __always_inline bool task_wanted(const struct aperture_control *ctl, __u32 tgid)
 {
-	if (ctl->filter_pids && !bpf_map_lookup_elem(&target_pids, &tgid))
-		return false;
+	if (ctl->filter_pids) {
+		__u8 *profilers = bpf_map_lookup_elem(&target_pids, &tgid);
+
+		if (!profilers || !(*profilers & (1u << PROFILER_ID)))
+			return false;
+	}
 	if (ctl->cgroup_id && bpf_get_current_cgroup_id() != ctl->cgroup_id)
 		return false;
 	return true;

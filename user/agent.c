@@ -30,6 +30,7 @@
 #include "agent.h"
 #include "cli.h"
 #include "grpc.h"
+#include "pin.h"
 #include "profiler.h"
 #include "skywalking.h"
 #include "symbolize.h"
@@ -54,6 +55,7 @@ struct agent_opts {
 	uint64_t duration_s;
 	uint64_t freq_hz;
 	uint64_t min_block_ns;
+	const char *pin_dir;		/* NULL: profilers load per task, nothing pinned */
 };
 
 struct agent_proc {
@@ -109,6 +111,7 @@ struct agent {
 	struct agent_task **tasks;
 	size_t ntasks;
 	struct agent_prof prof[NKINDS];
+	struct profiler_shared shared;	/* --pin: one control map, one target set */
 	struct spool spool;
 	int64_t latest_update_ms;
 	uint64_t heartbeats;
@@ -760,6 +763,57 @@ static void abort_tasks(struct agent *a, int kind)
 	}
 }
 
+/*
+ * Pinned profilers stay loaded: with no task they are disabled through the
+ * control map; their share of the target set follows their tasks.  Takes @want.
+ */
+static void reconfigure_pinned(struct agent_prof *ap, uint32_t *want, int nwant)
+{
+	if (!ap->p) {
+		free(want);
+		return;
+	}
+	ap->p->opts.disabled = nwant == 0;
+	if (profiler_set_pids(ap->p, want, nwant))
+		log_warn("%s: the profiled processes could not all be updated", ap->ops->name);
+	free(ap->pids);
+	ap->pids = want;
+	ap->npids = nwant;
+}
+
+/* Loads (or takes over) both profilers pinned under --pin, idle until a task comes. */
+static int open_pinned(struct agent *a)
+{
+	struct profiler_opts opts = {
+		.freq_hz = a->o.freq_hz,
+		.min_block_ns = a->o.min_block_ns,
+		.state_mask = BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE,
+		.shared = &a->shared,
+		.keep_totals = true,
+		.targets_only = true,
+		.disabled = true,
+	};
+	int err = pin_prepare_dir(a->o.pin_dir);
+
+	for (int k = 0; k < NKINDS && !err; k++) {
+		struct agent_prof *ap = &a->prof[k];
+
+		err = profiler_open_pinned_or_new(&ap->p, ap->ops, &opts, a->o.pin_dir);
+		if (err) {
+			log_error("%s: cannot start pinned under %s (%s); `aperture run --unpin --pin %s` "
+				  "removes a broken set", ap->ops->name, a->o.pin_dir, strerror(-err),
+				  a->o.pin_dir);
+			break;
+		}
+		/* A taken-over profiler still runs its last tasks' filter: reset it. */
+		err = profiler_set_pids(ap->p, NULL, 0);
+		ap->events = ring_buffer__new(ap->p->events_fd, on_event, a, NULL);
+		if (!ap->events)
+			log_warn("%s: no process notifications: %s", ap->ops->name, strerror(errno));
+	}
+	return err;
+}
+
 /* The kernel-side PID filter of @kind follows the union of its running tasks' processes. */
 static void reconfigure(struct agent *a, int kind)
 {
@@ -769,6 +823,10 @@ static void reconfigure(struct agent *a, int kind)
 
 	if (nwant < 0) {
 		log_warn("%s: out of memory, the profiled processes are not updated", ap->ops->name);
+		return;
+	}
+	if (a->o.pin_dir) {
+		reconfigure_pinned(ap, want, nwant);
 		return;
 	}
 	if (nwant == 0) {
@@ -1003,7 +1061,7 @@ static void prune_tasks(struct agent *a)
 enum {
 	OPT_OAP = 256, OPT_TOKEN_FILE, OPT_TOKEN, OPT_EXE, OPT_CGROUP, OPT_SERVICE, OPT_INSTANCE,
 	OPT_HEARTBEAT, OPT_TASK, OPT_FLUSH, OPT_REPORT_EVERY, OPT_SPOOL, OPT_DEADLINE,
-	OPT_RECONNECT, OPT_MIN_BLOCK,
+	OPT_RECONNECT, OPT_MIN_BLOCK, OPT_PIN,
 };
 
 static const struct option long_options[] = {
@@ -1024,6 +1082,7 @@ static const struct option long_options[] = {
 	{ "reconnect-max", required_argument, NULL, OPT_RECONNECT },
 	{ "freq", required_argument, NULL, 'F' },
 	{ "min-block-us", required_argument, NULL, OPT_MIN_BLOCK },
+	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -1055,6 +1114,10 @@ static void usage(FILE *out)
 "Profiling:\n"
 "  -F, --freq HZ              on-CPU samples per second (default 99)\n"
 "      --min-block-us US      off-CPU: ignore shorter blocks (default 1)\n"
+"      --pin DIR              keep both profilers loaded and pinned under DIR (bpffs): the\n"
+"                             control map, target set, totals and iterators of `aperture run\n"
+"                             --pin` (see the README); they survive a restart, and a restarted\n"
+"                             agent takes them over. `aperture run --unpin --pin DIR` removes them\n"
 "  -d, --duration S           exit after S seconds (default: run until SIGINT/SIGTERM)\n"
 "  -v, --verbose              log what happens\n");
 }
@@ -1192,6 +1255,7 @@ static int parse_args(struct agent_opts *o, int argc, char **argv)
 
 		switch (c) {
 		case OPT_OAP: o->oap = optarg; break;
+		case OPT_PIN: o->pin_dir = optarg; break;
 		case OPT_TOKEN_FILE: token_file = optarg; break;
 		case OPT_TOKEN:
 			log_error("--token: a token on the command line shows in ps; use --token-file FILE or APERTURE_OAP_TOKEN");
@@ -1353,6 +1417,8 @@ static void agent_free(struct agent *a)
 {
 	for (int k = 0; k < NKINDS; k++)
 		prof_close(&a->prof[k]);
+	if (a->o.pin_dir)
+		profiler_shared_close(&a->shared);
 	while (a->spool.head)
 		spool_pop(&a->spool);
 	for (size_t i = 0; i < a->ntasks; i++)
@@ -1371,7 +1437,7 @@ static void agent_free(struct agent *a)
 
 int agent_main(int argc, char **argv)
 {
-	struct agent a = { 0 };
+	struct agent a = { .shared = PROFILER_SHARED_INIT };
 	struct grpc_opts gopts = { 0 };
 	int err;
 
@@ -1395,6 +1461,8 @@ int agent_main(int argc, char **argv)
 	a.ch = grpc_channel_new(&gopts);
 	a.sym = symbolizer_new();
 	if (!a.ch || !a.sym)
+		goto out;
+	if (a.o.pin_dir && open_pinned(&a))
 		goto out;
 	log_info("agent %s on %s (%s), OAP %s%s", a.agent_id, a.hostname, a.host_ip, a.o.oap,
 		 a.o.token ? ", with a token" : "");

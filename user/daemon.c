@@ -112,24 +112,6 @@ static int parse_args(struct daemon_opts *o, int argc, char **argv)
 	return 0;
 }
 
-/* Loads, attaches and pins @ops, or takes over its pins. */
-static int open_one(struct daemon_opts *o, const struct profiler_ops *ops, struct profiler **out)
-{
-	int err;
-
-	if (pin_present(o->dir, ops->name)) {
-		err = profiler_open_pinned(out, ops, &o->prof, o->dir);
-		if (!err)
-			log_warn("%s: took over the pinned programs in %s (they kept counting)",
-				 ops->name, o->dir);
-		return err;
-	}
-	err = profiler_open(out, ops, &o->prof);
-	err = err ?: profiler_attach(*out);
-	err = err ?: profiler_pin(*out, o->dir);
-	return err;
-}
-
 int daemon_main(int argc, char **argv)
 {
 	struct profiler_shared shared = PROFILER_SHARED_INIT;
@@ -156,7 +138,7 @@ int daemon_main(int argc, char **argv)
 	for (int i = 0; profilers[i]; i++) {
 		if (!o.want[profilers[i]->id])
 			continue;
-		err = open_one(&o, profilers[i], &profs[profilers[i]->id]);
+		err = profiler_open_pinned_or_new(&profs[profilers[i]->id], profilers[i], &o.prof, o.dir);
 		if (err) {
 			log_error("%s: cannot start (%s); `aperture run --unpin --pin %s` removes a broken set",
 				  profilers[i]->name, strerror(-err), o.dir);

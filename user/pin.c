@@ -164,6 +164,7 @@ int profiler_pin(struct profiler *p, const char *dir)
 	for (int i = 0; i < p->nlinks && !err; i++) {
 		snprintf(link_name, sizeof(link_name), "link_%d", i);
 		err = pin_fd(bpf_link__fd(p->links[i]), dir, name, link_name);
+		p->links_pinned |= !err;
 	}
 	err = err ?: pin_iterators(p, dir);
 	/* Last: its presence tells a restarted daemon that the rest is there. */
@@ -252,6 +253,24 @@ int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 	return 0;
 fail:
 	profiler_close(p);
+	return err;
+}
+
+int profiler_open_pinned_or_new(struct profiler **out, const struct profiler_ops *ops,
+				const struct profiler_opts *opts, const char *dir)
+{
+	int err;
+
+	if (pin_present(dir, ops->name)) {
+		err = profiler_open_pinned(out, ops, opts, dir);
+		if (!err)
+			log_warn("%s: took over the pinned programs in %s (they kept counting)",
+				 ops->name, dir);
+		return err;
+	}
+	err = profiler_open(out, ops, opts);
+	err = err ?: profiler_attach(*out);
+	err = err ?: profiler_pin(*out, dir);
 	return err;
 }
 

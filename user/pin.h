@@ -33,6 +33,13 @@ int profiler_pin(struct profiler *p, const char *dir);
  */
 int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 			 const struct profiler_opts *opts, const char *dir);
+/*
+ * The daemons' way in: takes over NAME's pins under DIR when they are there
+ * (the programs kept counting), else loads, attaches and pins it.
+ */
+int profiler_open_pinned_or_new(struct profiler **out, const struct profiler_ops *ops,
+				const struct profiler_opts *opts, const char *dir);
+
 /* Removes every pin under DIR (a bpffs directory) and DIR itself. */
 int pin_remove_all(const char *dir);
 

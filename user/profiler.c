@@ -89,8 +89,19 @@ void profiler_close(struct profiler *p)
 {
 	if (!p)
 		return;
-	for (int i = 0; i < p->nlinks; i++)
+	for (int i = 0; i < p->nlinks; i++) {
+		/*
+		 * A pinned link lives on in bpffs, but libbpf's detach of a
+		 * perf_event link also disables the event (PERF_EVENT_IOC_DISABLE):
+		 * disconnect first so that destroy only frees.  The event's own fd
+		 * then stays open until the loader exits.
+		 */
+		if (p->links_pinned) {
+			bpf_link__disconnect(p->links[i]);
+			close(bpf_link__fd(p->links[i]));
+		}
 		bpf_link__destroy(p->links[i]);
+	}
 	free(p->links);
 	if (p->pinned) {
 		int fds[] = { p->control_fd, p->target_pids_fd, p->stacks_fd, p->stats_fd,
@@ -169,10 +180,14 @@ int profiler_configure(struct profiler *p)
 	const struct profiler_opts *o = &p->opts;
 	struct aperture_control ctl = {};
 	__u32 zero = 0;
-	__u8 one = 1;
 
 	for (int i = 0; i < o->npids; i++) {
-		if (bpf_map_update_elem(p->target_pids_fd, &o->pids[i], &one, BPF_ANY)) {
+		__u8 profilers = 0;
+
+		/* Shared with other profilers: add this one's bit to theirs. */
+		bpf_map_lookup_elem(p->target_pids_fd, &o->pids[i], &profilers);
+		profilers |= 1u << p->ops->id;
+		if (bpf_map_update_elem(p->target_pids_fd, &o->pids[i], &profilers, BPF_ANY)) {
 			log_error("%s: cannot add pid %u to the target set: %s",
 				  p->ops->name, o->pids[i], strerror(errno));
 			return -errno;
@@ -183,8 +198,11 @@ int profiler_configure(struct profiler *p)
 	    ctl.layout_version != APERTURE_LAYOUT_VERSION)
 		memset(&ctl, 0, sizeof(ctl));
 	ctl.layout_version = APERTURE_LAYOUT_VERSION;
-	ctl.enabled |= 1u << p->ops->id;
-	ctl.filter_pids = o->npids > 0;
+	if (o->disabled)
+		ctl.enabled &= ~(1u << p->ops->id);
+	else
+		ctl.enabled |= 1u << p->ops->id;
+	ctl.filter_pids = o->npids > 0 || o->targets_only;
 	ctl.stack_mode = o->stack_mode;
 	ctl.cgroup_id = o->cgroup_id;
 	ctl.include_idle = o->include_idle;
@@ -210,6 +228,7 @@ static bool pid_in(const uint32_t *pids, int n, uint32_t pid)
 int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids)
 {
 	uint32_t stale[1024], key, *prev = NULL;
+	__u8 mine = 1u << p->ops->id;
 	int nstale = 0;
 
 	/* Collect first: deleting the current key makes get_next_key start over. */
@@ -219,8 +238,18 @@ int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids)
 			stale[nstale++] = key;
 		prev = &key;
 	}
-	for (int i = 0; i < nstale; i++)
-		bpf_map_delete_elem(p->target_pids_fd, &stale[i]);
+	/* Drop this profiler's bit; the entry goes when no profiler wants it. */
+	for (int i = 0; i < nstale; i++) {
+		__u8 profilers;
+
+		if (bpf_map_lookup_elem(p->target_pids_fd, &stale[i], &profilers) || !(profilers & mine))
+			continue;
+		profilers &= ~mine;
+		if (profilers)
+			bpf_map_update_elem(p->target_pids_fd, &stale[i], &profilers, BPF_EXIST);
+		else
+			bpf_map_delete_elem(p->target_pids_fd, &stale[i]);
+	}
 	p->opts.pids = pids;
 	p->opts.npids = npids;
 	return profiler_configure(p);

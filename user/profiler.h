@@ -41,6 +41,8 @@ struct profiler_opts {
 	uint32_t counts_entries;	/* aggregation map size (per generation) */
 	uint32_t stacks_entries;	/* stacks map size */
 	bool keep_totals;		/* also count into the never-drained totals map */
+	bool targets_only;		/* filter by pid even with no pid: count nothing */
+	bool disabled;			/* loaded and attached, but not counting */
 };
 
 /* One raw aggregated record, as drained from the kernel. */
@@ -83,6 +85,7 @@ struct profiler {
 	void *priv;			/* ops-private (e.g. perf event fds) */
 	struct bpf_link **links;	/* everything attach created, for pinning and close */
 	int nlinks;
+	bool links_pinned;		/* close must leave the links attached */
 	int control_fd;
 	int target_pids_fd;
 	int stacks_fd;
@@ -126,7 +129,11 @@ int profiler_stats(struct profiler *p, uint64_t *out);
 /* Snapshot straight into a profile (symbolizing new stacks). */
 int profiler_snapshot_into(struct profiler *p, struct profile *prof);
 
-/* Replaces the target set (0 pids: every process); @pids must outlive @p or the next call. */
+/*
+ * Replaces this profiler's target set (0 pids: every process, unless
+ * opts.targets_only) and applies opts.disabled; @pids must outlive @p or the
+ * next call.  Other profilers sharing the set keep their targets.
+ */
 int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids);
 
 /* A profile whose value types and period are this profiler's. */

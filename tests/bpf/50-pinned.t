@@ -100,6 +100,16 @@ diag "restart: $got samples, workload used $(kv "$TMP/burn_r.out" cpu_ns) ns of 
 ge "the workload ran" "$want" 200
 is_within "samples across kill -9 and restart = CPU time x 99 Hz (5%)" "$want" "$got" "$(( want / 20 + 3 ))"
 
+# 3b. A graceful stop (SIGTERM) leaves the programs counting too.
+cp "$WL/cpuburn" "$TMP/burn_g"
+bg "$TMP/burn_g" 10 >/dev/null; G=$BG_PID
+"$CTL" -d "$DIR" target add "$G" >/dev/null
+kill "$DAEMON"; wait "$DAEMON" 2>/dev/null
+g1=$(comm_weight burn_g); sleep 1.5; g2=$(comm_weight burn_g)
+ge "after SIGTERM the pinned programs still count" "$((g2 - g1))" 50
+kill "$G"
+ok "restart after SIGTERM takes over" start_daemon --oncpu
+
 # 4. A layout-version mismatch is refused with the fix named.
 bytes=$(bpftool -j map lookup pinned "$DIR/control" key 0 0 0 0 | grep -o '"value":\[[^]]*\]' | grep -o '0x[0-9a-f]*' | sed 's/^0x//' | tail -n +5 | tr '\n' ' ')
 kill "$DAEMON"; wait "$DAEMON" 2>/dev/null
