@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# aperture run --oap --pin: the agent serves its tasks with pinned profilers
+# (same per-interval deltas to the OAP), the kernel side is readable with cat
+# while a task runs, idle without one, and survives the agent for --unpin.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/oap.sh"
+require_root
+have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and protoc"
+[ -x "$APERTURE" ] && [ -x "$WL/oap_burn" ] || skip_all "build aperture and tests first"
+
+DIR=/sys/fs/bpf/aperture_agent_test_$$
+at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+PORT=$(free_port)
+REC=$TMP/record.jsonl
+start_oap "$PORT" "$REC" --task ON_CPU:5:oap_burn || { plan 1; fail "fake OAP starts"; done_testing; }
+bg "$WL/oap_burn" 40
+WLPID=$BG_PID
+sleep 0.3
+"$APERTURE" run --oap 127.0.0.1:$PORT --exe-pattern '*/oap_burn' --pin "$DIR" \
+	--heartbeat-interval 1 --task-interval 1 --flush-interval 1 -d 10 -v 2> "$TMP/agent.log" &
+AGENT=$!
+_bg_pids+=("$AGENT")
+for i in $(seq 100); do [ -e "$DIR/offcpu_active" ] && break; sleep 0.1; done
+ok "pins are there while the agent runs" test -e "$DIR/oncpu_folded" -a -e "$DIR/control" -a -e "$DIR/offcpu_active"
+sleep 4
+during=$(awk -F';' '$1 == "oap_burn" { n = split($NF, a, " "); t += a[n] } END { print t + 0 }' "$DIR/oncpu_folded")
+ge "cat oncpu_folded shows the task's process while it runs" "$during" 100
+wait "$AGENT"
+is "agent exits 0" "$?" 0
+T=$TMP/oncpu
+$PY "$OAPDIR/analyze.py" task "$REC" ON_CPU > "$T"
+task=$(val "$T" task)
+is "ON_CPU: deltas add up to the agent's total" "$(val "$T" total)" "$(logged "$task" "$TMP/agent.log")"
+ge "ON_CPU: about 99 Hz x 5 s of one busy thread" "$(val "$T" total)" 330
+is "ON_CPU: no duplicate symbol lists in a stream" "$(val "$T" dup_symbol_lists)" 0
+# The task is over: the on-CPU profiler is disabled in the control map, not unloaded.
+t1=$(awk '{ t += $NF } END { print t + 0 }' "$DIR/oncpu_folded"); sleep 1
+t2=$(awk '{ t += $NF } END { print t + 0 }' "$DIR/oncpu_folded")
+is "no task: nothing counted" "$((t2 - t1))" 0
+ok "pins outlive the agent" test -e "$DIR/oncpu_link_0"
+enabled=$(bpftool -j map lookup pinned "$DIR/control" key 0 0 0 0 | grep -o '"enabled":[0-9]*' | cut -d: -f2)
+is "control.enabled: both profilers idle" "$enabled" 0
+run_ap unpin run --unpin --pin "$DIR"
+is "--unpin exits 0" "$AP_RC" 0
+ok "pin directory gone" test ! -e "$DIR"
+done_testing
