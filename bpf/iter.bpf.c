@@ -80,31 +80,33 @@ static __always_inline bool print_stack(struct seq_file *seq, const struct sampl
 	return true;
 }
 
+/* One folded line for the map element in @ctx, weighted by *@weight. */
+static __always_inline int folded_line(struct bpf_iter__bpf_map_elem *ctx, const __u64 *weight)
+{
+	struct seq_file *seq = ctx->meta->seq;
+
+	if (!ctx->key || !weight)
+		return 0;
+	if (print_stack(seq, ctx->key))
+		BPF_SEQ_PRINTF(seq, " %llu\n", *weight);
+	return 0;
+}
+
 SEC("iter/bpf_map_elem")
 int oncpu_folded(struct bpf_iter__bpf_map_elem *ctx)
 {
-	struct seq_file *seq = ctx->meta->seq;
 	struct oncpu_value *value = ctx->value;
 
-	if (!ctx->key || !value)
-		return 0;
-	if (print_stack(seq, ctx->key))
-		BPF_SEQ_PRINTF(seq, " %llu\n", value->samples);
-	return 0;
+	return folded_line(ctx, value ? &value->samples : NULL);
 }
 
 /* Weighted by off-CPU nanoseconds, like the folded files aperture writes. */
 SEC("iter/bpf_map_elem")
 int offcpu_folded(struct bpf_iter__bpf_map_elem *ctx)
 {
-	struct seq_file *seq = ctx->meta->seq;
 	struct offcpu_value *value = ctx->value;
 
-	if (!ctx->key || !value)
-		return 0;
-	if (print_stack(seq, ctx->key))
-		BPF_SEQ_PRINTF(seq, " %llu\n", value->offcpu_ns);
-	return 0;
+	return folded_line(ctx, value ? &value->offcpu_ns : NULL);
 }
 
 /*

@@ -7,20 +7,7 @@
 
 static int offcpu_open(struct profiler *p, const struct profiler_opts *o)
 {
-	struct offcpu_bpf *skel = offcpu_bpf__open();
-	int err;
-
-	if (!skel)
-		return -errno;
-	p->skel = skel;
-	err = PROFILER_PREPARE_MAPS(p, skel);
-	if (err)
-		return err;
-	err = offcpu_bpf__load(skel);
-	if (err)
-		return err;
-	PROFILER_TAKE_MAPS(p, skel);
-	return 0;
+	return PROFILER_OPEN_SKEL(p, offcpu);
 }
 
 static int offcpu_attach(struct profiler *p)

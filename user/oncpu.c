@@ -15,20 +15,7 @@
 
 static int oncpu_open(struct profiler *p, const struct profiler_opts *o)
 {
-	struct oncpu_bpf *skel = oncpu_bpf__open();
-	int err;
-
-	if (!skel)
-		return -errno;
-	p->skel = skel;
-	err = PROFILER_PREPARE_MAPS(p, skel);
-	if (err)
-		return err;
-	err = oncpu_bpf__load(skel);
-	if (err)
-		return err;
-	PROFILER_TAKE_MAPS(p, skel);
-	return 0;
+	return PROFILER_OPEN_SKEL(p, oncpu);
 }
 
 static int perf_event_cpu_clock(int cpu, unsigned int freq_hz)

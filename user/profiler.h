@@ -172,6 +172,21 @@ extern const char *const stat_names[STAT_MAX];
 	profiler_share_maps(p);							\
 } while (0)
 
+/*
+ * The whole of a profiler's open: open the skeleton NAME_bpf, size and share
+ * its maps, load it, take its fds.  Evaluates to 0 or a negative errno.
+ */
+#define PROFILER_OPEN_SKEL(p, name) ({						\
+	struct name##_bpf *__skel = name##_bpf__open();				\
+	int __err = __skel ? 0 : -errno;					\
+	if (__skel) {								\
+		(p)->skel = __skel;						\
+		__err = PROFILER_PREPARE_MAPS(p, __skel) ?: name##_bpf__load(__skel); \
+		if (!__err)							\
+			PROFILER_TAKE_MAPS(p, __skel);				\
+	}									\
+	__err; })
+
 struct bpf_map;
 int profiler_prepare_maps(struct profiler *p, struct bpf_map *counts_0, struct bpf_map *counts_1,
 			  struct bpf_map *totals, struct bpf_map *stacks,
