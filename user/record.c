@@ -505,13 +505,17 @@ static int leaf_cmp(const void *a, const void *b)
 	return strcmp(((const struct leaf_weight *)a)->name, ((const struct leaf_weight *)b)->name);
 }
 
-static struct leaf_weight *top_table;
-static size_t top_count;
+struct leaf_table {
+	struct leaf_weight *rows;
+	size_t count;
+};
 
-static void collect_leaf(const void *node, VISIT which, int depth)
+static void collect_leaf(const void *node, VISIT which, void *arg)
 {
+	struct leaf_table *table = arg;
+
 	if (which == postorder || which == leaf)
-		top_table[top_count++] = **(struct leaf_weight *const *)node;
+		table->rows[table->count++] = **(struct leaf_weight *const *)node;
 }
 
 static int by_weight_desc(const void *a, const void *b)
@@ -538,6 +542,7 @@ static const char *top_frame_name(const struct profile *prof, const struct profi
 static void print_top(const struct profile *prof, int value_index, size_t top)
 {
 	uint64_t total = profile_total(prof, value_index);
+	struct leaf_table table = { 0 };
 	void *root = NULL;
 	size_t distinct = 0;
 
@@ -561,19 +566,17 @@ static void print_top(const struct profile *prof, int value_index, size_t top)
 		}
 		(*slot)->weight += s->values[value_index];
 	}
-	top_table = xcalloc(distinct, sizeof(*top_table));
-	top_count = 0;
-	if (!top_table)
+	table.rows = xcalloc(distinct, sizeof(*table.rows));
+	if (!table.rows)
 		goto cleanup;
-	twalk(root, collect_leaf);
-	qsort(top_table, top_count, sizeof(*top_table), by_weight_desc);
-	printf("%s: top %zu functions by %s %s\n", prof->title, top < top_count ? top : top_count,
+	twalk_r(root, collect_leaf, &table);
+	qsort(table.rows, table.count, sizeof(*table.rows), by_weight_desc);
+	printf("%s: top %zu functions by %s %s\n", prof->title, top < table.count ? top : table.count,
 	       prof->top_by_user_leaf ? "innermost user frame," : "self", prof->value_types[value_index].type);
-	for (size_t i = 0; i < top && i < top_count; i++)
-		printf("  %6.2f%%  %12" PRIu64 "  %s\n", 100.0 * top_table[i].weight / total,
-		       top_table[i].weight, top_table[i].name);
-	free(top_table);
-	top_table = NULL;
+	for (size_t i = 0; i < top && i < table.count; i++)
+		printf("  %6.2f%%  %12" PRIu64 "  %s\n", 100.0 * table.rows[i].weight / total,
+		       table.rows[i].weight, table.rows[i].name);
+	free(table.rows);
 cleanup:
 	tdestroy(root, free);
 }
