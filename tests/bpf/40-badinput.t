@@ -38,6 +38,17 @@ run_ap nocmd record -d 5 -o "$TMP/nocmd.folded" -- /nonexistent/cmd
 ok "-- /nonexistent/cmd: exits non-zero (got $AP_RC)" test "$AP_RC" -ne 0
 ok "-- /nonexistent/cmd: says why" grep -q '^aperture: .*/nonexistent/cmd' "$TMP/nocmd.err"
 
+# Without root (and without CAP_BPF + CAP_PERFMON): one line, exit 1.
+if command -v setpriv >/dev/null; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+		"$APERTURE" record -d 1 --format folded -o /dev/null >"$TMP/nr.out" 2>"$TMP/nr.err"
+	is "not root: exit status 1" "$?" 1
+	is "not root: one line on stderr" "$(wc -l < "$TMP/nr.err")" 1
+	ok "not root: says what is needed" grep -q '^aperture: needs root, or CAP_BPF and CAP_PERFMON' "$TMP/nr.err"
+	run_ap badrun run --bogus
+	is "run --bogus: exit status 2" "$AP_RC" 2
+fi
+
 run_ap help --help
 is "--help: exit status 0" "$AP_RC" 0
 ok "--help: prints usage" grep -qi 'usage' "$TMP/help.out"
