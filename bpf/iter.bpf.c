@@ -29,13 +29,16 @@ struct {
 	__type(value, __u8);
 } seen_tgids SEC(".maps");
 
-/* Root first: the stacks are stored leaf first. */
-static __always_inline void print_user(struct seq_file *seq, __u64 stack_id)
+/* One half of a stack, root first (stored leaf first); kernel frames named here. */
+static __always_inline void print_frames(struct seq_file *seq, __u64 stack_id, bool kernel)
 {
 	struct aperture_stack *st;
 
 	if (stack_id == APERTURE_STACK_LOST) {
-		BPF_SEQ_PRINTF(seq, ";[user-stack-lost]");
+		if (kernel)
+			BPF_SEQ_PRINTF(seq, ";[kernel-stack-lost]_[k]");
+		else
+			BPF_SEQ_PRINTF(seq, ";[user-stack-lost]");
 		return;
 	}
 	st = stack_id ? bpf_map_lookup_elem(&stacks, &stack_id) : NULL;
@@ -44,25 +47,10 @@ static __always_inline void print_user(struct seq_file *seq, __u64 stack_id)
 	for (int i = APERTURE_MAX_DEPTH - 1; i >= 0; i--) {
 		if (i >= st->depth)
 			continue;
-		BPF_SEQ_PRINTF(seq, ";0x%llx", st->ips[i]);
-	}
-}
-
-static __always_inline void print_kernel(struct seq_file *seq, __u64 stack_id)
-{
-	struct aperture_stack *st;
-
-	if (stack_id == APERTURE_STACK_LOST) {
-		BPF_SEQ_PRINTF(seq, ";[kernel-stack-lost]_[k]");
-		return;
-	}
-	st = stack_id ? bpf_map_lookup_elem(&stacks, &stack_id) : NULL;
-	if (!st)
-		return;
-	for (int i = APERTURE_MAX_DEPTH - 1; i >= 0; i--) {
-		if (i >= st->depth)
-			continue;
-		BPF_SEQ_PRINTF(seq, ";%ps_[k]", (void *)st->ips[i]);
+		if (kernel)
+			BPF_SEQ_PRINTF(seq, ";%ps_[k]", (void *)st->ips[i]);
+		else
+			BPF_SEQ_PRINTF(seq, ";0x%llx", st->ips[i]);
 	}
 }
 
@@ -75,8 +63,8 @@ static __always_inline bool print_stack(struct seq_file *seq, const struct sampl
 		return false;
 	key.comm[APERTURE_COMM_LEN - 1] = 0;
 	BPF_SEQ_PRINTF(seq, "%s", key.comm);
-	print_user(seq, key.user_stack_id);
-	print_kernel(seq, key.kernel_stack_id);
+	print_frames(seq, key.user_stack_id, false);
+	print_frames(seq, key.kernel_stack_id, true);
 	return true;
 }
 

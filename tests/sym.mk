@@ -47,15 +47,21 @@ $(B)/apsym_lib: $(SYM_SRC)/libmain.c $(B)/libapsym.so | $(B)
 # into .gnu_debugdata.
 $(B)/apsym_mini: $(SYM_SRC)/hot.c | $(B) $(SYM_TMP)
 	$(CC) $(SYM_FCFLAGS) -fPIE -pie -DHOT=apsym_mini_hot -o $(SYM_TMP)/mini.full $<
-	nm -D --defined-only --format=posix $(SYM_TMP)/mini.full | awk '{ print $$1 }' | sort > $(SYM_TMP)/mini.dynsyms
-	nm --defined-only --format=posix $(SYM_TMP)/mini.full | awk '$$2 ~ /^[Tt]$$/ { print $$1 }' | sort > $(SYM_TMP)/mini.funcsyms
-	comm -13 $(SYM_TMP)/mini.dynsyms $(SYM_TMP)/mini.funcsyms > $(SYM_TMP)/mini.keep
-	objcopy --only-keep-debug $(SYM_TMP)/mini.full $(SYM_TMP)/mini.debug
+	$(call minidebuginfo,$(SYM_TMP)/mini.full,$@,$(SYM_TMP)/mini)
+
+# $(call minidebuginfo,FULL,OUT,SCRATCH): OUT = FULL stripped, its function
+# symbols (those not in .dynsym) kept xz-compressed in .gnu_debugdata.
+define minidebuginfo
+	nm -D --defined-only --format=posix $(1) | awk '{ print $$1 }' | sort > $(3).dynsyms
+	nm --defined-only --format=posix $(1) | awk '$$2 ~ /^[Tt]$$/ { print $$1 }' | sort > $(3).funcsyms
+	comm -13 $(3).dynsyms $(3).funcsyms > $(3).keep
+	objcopy --only-keep-debug $(1) $(3).debug
 	objcopy -S --remove-section .gdb_index --remove-section .comment \
-		--keep-symbols=$(SYM_TMP)/mini.keep $(SYM_TMP)/mini.debug $(SYM_TMP)/mini.symbols
-	xz -f $(SYM_TMP)/mini.symbols
-	strip --strip-all -o $(SYM_TMP)/mini.stripped $(SYM_TMP)/mini.full
-	objcopy --add-section .gnu_debugdata=$(SYM_TMP)/mini.symbols.xz $(SYM_TMP)/mini.stripped $@
+		--keep-symbols=$(3).keep $(3).debug $(3).symbols
+	xz -f $(3).symbols
+	strip --strip-all -o $(3).stripped $(1)
+	objcopy --add-section .gnu_debugdata=$(3).symbols.xz $(3).stripped $(2)
+endef
 
 # A stripped file with nothing to name its functions: frames read module+0xOFF.
 # The unstripped copy stays for the test to compute the expected offset.
