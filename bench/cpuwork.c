@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench.h"
 
 /* Iterations between clock reads: keeps the vDSO call well under 1% of the work. */
 #define OPS_PER_CHECK 4096
@@ -27,19 +28,6 @@ struct worker {
 };
 
 static pthread_barrier_t start_line;
-
-static double clock_sec(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double now_sec(void)
-{
-	return clock_sec(CLOCK_MONOTONIC);
-}
 
 static __attribute__((noinline)) uint64_t mix(uint64_t h, uint64_t v)
 {

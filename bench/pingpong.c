@@ -21,25 +21,13 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench.h"
 
 /* Round trips between clock reads. */
 #define TRIPS_PER_CHECK 256
 
 static int ping[2], pong[2];	/* main -> echo, echo -> main */
 static atomic_int stop;
-
-static double clock_sec(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double now_sec(void)
-{
-	return clock_sec(CLOCK_MONOTONIC);
-}
 
 static __attribute__((noinline)) int pass_byte(int in, int out)
 {
