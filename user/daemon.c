@@ -25,15 +25,17 @@ struct daemon_opts {
 	uint32_t pids[MAX_PIDS];
 	const char *dir;
 	bool unpin;
+	bool reset;
 	bool want[PROFILER_MAX];
 };
 
-enum { OPT_PIN = 256, OPT_UNPIN, OPT_ONCPU, OPT_OFFCPU, OPT_HELP };
+enum { OPT_PIN = 256, OPT_UNPIN, OPT_RESET, OPT_ONCPU, OPT_OFFCPU, OPT_HELP };
 
 static const struct option long_options[] = {
 	CLI_PROFILER_LONG_OPTIONS,
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "unpin", no_argument, NULL, OPT_UNPIN },
+	{ "reset", no_argument, NULL, OPT_RESET },
 	{ "oncpu", no_argument, NULL, OPT_ONCPU },
 	{ "offcpu", no_argument, NULL, OPT_OFFCPU },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -46,6 +48,7 @@ static void usage(FILE *out)
 	fprintf(out,
 "Usage: aperture run [--pin DIR] [--oncpu] [--offcpu] [-F HZ] [-p PID,...] [--cgroup PATH]\n"
 "       aperture run --unpin [--pin DIR]\n"
+"       aperture run --reset [--pin DIR]\n"
 "       aperture run --oap HOST:PORT ...   (SkyWalking agent: aperture run --oap x --help)\n"
 "\n"
 "Without --oap, profile continuously with everything pinned under DIR (default %s):\n"
@@ -57,7 +60,8 @@ static void usage(FILE *out)
 "  -p PID[,PID...]       initial target set (default: every process)\n"
 "  --cgroup PATH         only tasks of this cgroup v2 directory\n"
 "  --min-block-us N, --max-block-us N, --state S, -U, -K, --include-idle: as for record\n"
-"  --unpin               detach and remove everything pinned under DIR, then exit\n", PIN_DEFAULT_DIR);
+"  --unpin               detach and remove everything pinned under DIR, then exit\n"
+"  --reset               empty the pinned totals and stacks (the maps fill up over time), then exit\n", PIN_DEFAULT_DIR);
 }
 
 static int parse_args(struct daemon_opts *o, int argc, char **argv)
@@ -81,6 +85,9 @@ static int parse_args(struct daemon_opts *o, int argc, char **argv)
 			break;
 		case OPT_UNPIN:
 			o->unpin = true;
+			break;
+		case OPT_RESET:
+			o->reset = true;
 			break;
 		case OPT_ONCPU:
 			o->want[PROFILER_ONCPU] = true;
@@ -124,6 +131,12 @@ int daemon_main(int argc, char **argv)
 		return err < 0 ? 0 : err;
 	if (!cli_check_environment())
 		return EXIT_RUNTIME;
+	if (o.reset) {
+		err = pin_reset(o.dir);
+		if (!err)
+			fprintf(stderr, "aperture: emptied the totals and stacks pinned under %s\n", o.dir);
+		return err ? EXIT_RUNTIME : 0;
+	}
 	if (o.unpin) {
 		err = pin_remove_all(o.dir);
 		if (!err)

@@ -274,6 +274,77 @@ int profiler_open_pinned_or_new(struct profiler **out, const struct profiler_ops
 	return err;
 }
 
+/* Deletes every entry of the hash map @fd; nothing else writes it meanwhile. */
+static int map_clear(int fd, size_t key_size)
+{
+	char key[64], next[64];
+	void *prev = NULL;
+
+	if (key_size > sizeof(key))
+		return -EINVAL;
+	while (bpf_map_get_next_key(fd, prev, next) == 0) {
+		if (prev && bpf_map_delete_elem(fd, prev))
+			return -errno;
+		memcpy(key, next, key_size);
+		prev = key;
+	}
+	if (prev && bpf_map_delete_elem(fd, prev))
+		return -errno;
+	return 0;
+}
+
+static int set_enabled(int control_fd, __u32 enabled, __u32 *was)
+{
+	struct aperture_control ctl;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(control_fd, &zero, &ctl))
+		return -errno;
+	if (was)
+		*was = ctl.enabled;
+	ctl.enabled = enabled;
+	return bpf_map_update_elem(control_fd, &zero, &ctl, BPF_ANY) ? -errno : 0;
+}
+
+int pin_reset(const char *dir)
+{
+	__u32 enabled = 0;
+	int control_fd = -1, err;
+
+	err = open_pin(dir, NULL, "control", &control_fd);
+	err = err ?: check_layout(dir, control_fd);
+	err = err ?: set_enabled(control_fd, 0, &enabled);
+	if (err)
+		goto out;
+	/*
+	 * A program that read the old control value may still be running: the
+	 * worst it does is add one event that refers to a stack deleted here,
+	 * which the iterators then print without that half of the stack.
+	 */
+	for (int i = 0; profilers[i] && !err; i++) {
+		int totals_fd = -1, stacks_fd = -1;
+
+		if (!pin_present(dir, profilers[i]->name))
+			continue;
+		err = open_pin(dir, profilers[i]->name, "totals", &totals_fd);
+		err = err ?: open_pin(dir, profilers[i]->name, "stacks", &stacks_fd);
+		err = err ?: map_clear(totals_fd, sizeof(struct sample_key));
+		err = err ?: map_clear(stacks_fd, sizeof(__u64));
+		if (totals_fd >= 0)
+			close(totals_fd);
+		if (stacks_fd >= 0)
+			close(stacks_fd);
+	}
+	if (set_enabled(control_fd, enabled, NULL) && !err)
+		err = -EIO;
+	if (err)
+		log_error("cannot reset the maps pinned in %s: %s", dir, strerror(-err));
+out:
+	if (control_fd >= 0)
+		close(control_fd);
+	return err;
+}
+
 int pin_remove_all(const char *dir)
 {
 	char path[PATH_MAX];

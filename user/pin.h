@@ -40,6 +40,13 @@ int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 int profiler_open_pinned_or_new(struct profiler **out, const struct profiler_ops *ops,
 				const struct profiler_opts *opts, const char *dir);
 
+/*
+ * Empties the totals and stacks of every profiler pinned under DIR, so that a
+ * long-running daemon's maps do not fill up.  Counting is paused meanwhile
+ * (control.enabled) and restored after.
+ */
+int pin_reset(const char *dir);
+
 /* Removes every pin under DIR (a bpffs directory) and DIR itself. */
 int pin_remove_all(const char *dir);
 

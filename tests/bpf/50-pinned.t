@@ -110,6 +110,24 @@ ge "after SIGTERM the pinned programs still count" "$((g2 - g1))" 50
 kill "$G"
 ok "restart after SIGTERM takes over" start_daemon --oncpu
 
+# 3c. --reset empties the totals and stacks (long runs fill them) and counting goes on.
+cp "$WL/cpuburn" "$TMP/burn_z"
+bg "$TMP/burn_z" 10 >/dev/null; Z=$BG_PID
+"$CTL" -d "$DIR" target add "$Z" >/dev/null
+sleep 1
+ge "before --reset: counted" "$(comm_weight burn_z)" 30
+nstacks() { bpftool -j map dump pinned "$DIR/oncpu_stacks" | grep -o '"key"' | wc -l; }
+ge "before --reset: stacks of the whole test" "$(nstacks)" 10
+run_ap reset run --reset --pin "$DIR"
+stacks_after=$(nstacks)
+is "--reset exits 0" "$AP_RC" 0
+after=$(comm_weight burn_z)
+ok "--reset emptied the totals ($after left)" test "$after" -le 5
+ok "--reset emptied the stacks (only burn_z's few came back: $stacks_after)" test "$stacks_after" -le 6
+sleep 1
+ge "after --reset counting goes on" "$(comm_weight burn_z)" 30
+kill "$Z"
+
 # 4. A layout-version mismatch is refused with the fix named.
 bytes=$(bpftool -j map lookup pinned "$DIR/control" key 0 0 0 0 | grep -o '"value":\[[^]]*\]' | grep -o '0x[0-9a-f]*' | sed 's/^0x//' | tail -n +5 | tr '\n' ' ')
 kill "$DAEMON"; wait "$DAEMON" 2>/dev/null
