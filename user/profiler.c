@@ -63,7 +63,8 @@ int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 	p->seen_tgids_fd = -1;
 	err = ops->open(p, &p->opts);
 	if (err) {
-		log_error("%s: cannot load BPF programs: %s", ops->name, strerror(-err));
+		log_error("%s: cannot load BPF programs: %s%s", ops->name, strerror(-err),
+			  log_verbose ? "" : " (-v shows the verifier's log)");
 		goto cleanup;
 	}
 	err = profiler_configure(p);
@@ -81,7 +82,8 @@ int profiler_attach(struct profiler *p)
 	int err = p->ops->attach(p);
 
 	if (err)
-		log_error("%s: cannot attach: %s", p->ops->name, strerror(-err));
+		log_error("%s: cannot attach: %s%s", p->ops->name, strerror(-err),
+			  log_verbose ? "" : " (-v shows why)");
 	return err;
 }
 
