@@ -1387,6 +1387,8 @@ static void agent_loop(struct agent *a)
 		if (wake > now)
 			usleep((useconds_t)(min_u64(wake - now, 100 * MS) / 1000));
 	}
+	if (cli_stop)
+		log_warn("stopping: sending the last data (a second Ctrl-C quits at once)");
 }
 
 static void agent_shutdown(struct agent *a)
@@ -1455,6 +1457,7 @@ int agent_main(int argc, char **argv)
 	sw_uuid(a.agent_id);
 	host_identity(&a);
 	gopts.target = a.o.oap;
+	gopts.cancel = &cli_abort;	/* a second Ctrl-C does not wait for deadlines */
 	gopts.token = a.o.token;
 	gopts.backoff_max_ms = (unsigned int)a.o.backoff_max_ms;
 	gopts.backoff_initial_ms = (unsigned int)min_u64(1000, a.o.backoff_max_ms);

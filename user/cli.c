@@ -27,6 +27,7 @@
 #endif
 
 volatile int cli_stop;
+volatile int cli_abort;
 
 bool cli_parse_u64(const char *what, const char *arg, uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -143,6 +144,8 @@ bool cli_output_writable(const char *path)
 
 static void on_stop_signal(int sig)
 {
+	if (cli_stop)
+		cli_abort = 1;
 	cli_stop = sig;
 }
 

@@ -49,8 +49,13 @@ bool cli_cgroup_id(const char *path, uint64_t *id);
 bool cli_check_environment(void);
 /* Can @path be created/written?  Creates nothing that was not there. */
 bool cli_output_writable(const char *path);
-/* The stop flag and the handlers that set it (SIGINT, SIGTERM). */
+/*
+ * The stop flag and the handlers that set it (SIGINT, SIGTERM): the first
+ * signal asks for a clean stop (cli_stop = its number), a second one for an
+ * immediate one (cli_abort = 1: network calls in progress give up).
+ */
 extern volatile int cli_stop;
+extern volatile int cli_abort;
 void cli_install_signals(void);
 /* libbpf's messages only with -v. */
 void cli_libbpf_logging(void);

@@ -65,6 +65,7 @@ struct grpc_lookup {
 };
 
 struct grpc_channel {
+	const volatile int *cancel;	/* see struct grpc_opts */
 	char *host, *port, *authority, *token;
 	struct grpc_lookup *lookup;	/* a lookup still running, or NULL */
 	unsigned int connect_timeout_ms;
@@ -185,6 +186,7 @@ struct grpc_channel *grpc_channel_new(const struct grpc_opts *opts)
 		return NULL;
 	}
 	ch->connect_timeout_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : 5000;
+	ch->cancel = opts->cancel;
 	ch->backoff_initial_ms = opts->backoff_initial_ms ? opts->backoff_initial_ms : 1000;
 	ch->backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : 30000;
 	if (ch->backoff_max_ms < ch->backoff_initial_ms)
@@ -330,6 +332,14 @@ static void schedule_backoff(struct grpc_channel *ch)
 	ch->backoff_ms = ch->backoff_ms * 8 / 5;
 	if (ch->backoff_ms > ch->backoff_max_ms)
 		ch->backoff_ms = ch->backoff_max_ms;
+}
+
+/* Long waits are cut in slices so that a cancel (a signal) is seen promptly. */
+#define CANCEL_CHECK_MS 200
+
+static bool cancelled(const struct grpc_channel *ch)
+{
+	return ch->cancel && *ch->cancel;
 }
 
 static int poll_ms_until(uint64_t deadline_ns)
@@ -618,7 +628,7 @@ static int pump(struct grpc_channel *ch, uint64_t deadline_ns, bool (*done)(cons
 	for (;;) {
 		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
 		ssize_t n;
-		int rv;
+		int rv, wait_ms;
 
 		if (done && done(call))
 			return 0;
@@ -635,13 +645,20 @@ static int pump(struct grpc_channel *ch, uint64_t deadline_ns, bool (*done)(cons
 		}
 		if (nghttp2_session_want_write(ch->session))
 			pfd.events |= POLLOUT;
-		rv = poll(&pfd, 1, poll_ms_until(deadline_ns));
+		wait_ms = poll_ms_until(deadline_ns);
+		if (ch->cancel && wait_ms > CANCEL_CHECK_MS)
+			wait_ms = CANCEL_CHECK_MS;
+		rv = poll(&pfd, 1, wait_ms);
+		if (cancelled(ch))
+			return -ECANCELED;
 		if (rv < 0 && errno == EINTR)
 			continue;
 		if (rv < 0) {
 			mark_broken(ch, strerror(errno));
 			return -EPIPE;
 		}
+		if (rv == 0 && poll_ms_until(deadline_ns) > 0)
+			continue;	/* a slice, not the deadline */
 		if (rv == 0)
 			return done ? -ETIMEDOUT : 0;
 		if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
@@ -823,6 +840,8 @@ static void call_status(struct grpc_call *call, int pumped, struct grpc_status *
 		set_status(st, call->grpc_status, "%s", call->grpc_message);
 	else if (pumped == -ETIMEDOUT)
 		set_status(st, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+	else if (pumped == -ECANCELED)
+		set_status(st, GRPC_CANCELLED, "cancelled: stopping");
 	else if (pumped < 0)
 		set_status(st, GRPC_UNAVAILABLE, "connection to %s lost: %s", ch->authority,
 			   ch->broken_why);
@@ -946,6 +965,8 @@ int grpc_stream_send(struct grpc_call *call, const void *msg, size_t len)
 	rv = pump(ch, call->deadline_ns, call_flushed, call);
 	if (rv == -ETIMEDOUT)
 		return GRPC_DEADLINE_EXCEEDED;
+	if (rv == -ECANCELED)
+		return GRPC_CANCELLED;
 	if (rv < 0 || call->closed)
 		return GRPC_UNAVAILABLE;
 	return GRPC_OK;

@@ -44,6 +44,7 @@ struct grpc_opts {
 	unsigned int backoff_initial_ms;	/* first reconnect delay; 0: 1000 */
 	unsigned int backoff_max_ms;	/* cap; 0: 30000 */
 	unsigned int connect_timeout_ms;	/* 0: 5000 */
+	const volatile int *cancel;	/* once *cancel is set, calls in progress end (CANCELLED) */
 };
 
 struct grpc_status {
