@@ -47,11 +47,6 @@ leaf_share() {
 	awk -v f="$2" '{ w = $NF; $NF = ""; sub(/ $/, ""); n = split($0, fr, ";"); tot += w; if (fr[n] == f) hit += w }
 		END { if (tot == 0) print 0; else printf "%.2f\n", 100 * hit / tot }' "$1"
 }
-# frame_weight FOLDED FUNC: total weight of stacks containing FUNC anywhere
-frame_weight() {
-	awk -v f="$2" '{ w = $NF; $NF = ""; sub(/ $/, ""); n = split($0, fr, ";"); for (i = 1; i <= n; i++) if (fr[i] == f) { hit += w; break } }
-		END { print hit + 0 }' "$1"
-}
 
 # --- helpers for the end-to-end `aperture record` tests (tests/bpf/*.t) ---
 # Note: awk here is mawk, which prints big numbers as 1.2e+13 with `print` and

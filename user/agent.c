@@ -140,14 +140,6 @@ static int64_t task_end_ms(const struct sw_task *t)
 	return ms_after(t->start_time_ms, t->duration_s);
 }
 
-static bool has_pid(const uint32_t *pids, size_t n, uint32_t pid)
-{
-	for (size_t i = 0; i < n; i++)
-		if (pids[i] == pid)
-			return true;
-	return false;
-}
-
 /* ---- talking to the OAP ---- */
 
 static bool transient(int code)
@@ -362,7 +354,7 @@ static void scan_one(struct agent *a, uint32_t pid, int *added)
 		return;		/* gone */
 	comm[strcspn(comm, "\n")] = '\0';
 	/* Kernel threads (no exe) have no user stacks: only when asked by pid. */
-	if (!has_pid(a->o.pids, a->o.npids, pid) &&
+	if (!pid_in(a->o.pids, a->o.npids, pid) &&
 	    (!*exe || (!exe_selected(&a->o, exe, comm) && !cgroup_selected(&a->o, pid))))
 		return;
 	start = proc_start_time(pid);
@@ -674,16 +666,6 @@ out:
 
 /* ---- profilers ---- */
 
-static int on_event(void *ctx, void *data, size_t size)
-{
-	struct agent *a = ctx;
-	const struct aperture_event *event = data;
-
-	if (size >= sizeof(*event) && event->type == EVENT_NEW_PROCESS)
-		symbolizer_track(a->sym, event->tgid);
-	return 0;
-}
-
 static void prof_close(struct agent_prof *ap)
 {
 	ring_buffer__free(ap->events);
@@ -711,11 +693,8 @@ static int prof_open(struct agent *a, struct agent_prof *ap, uint32_t *pids, int
 	err = profiler_open(&ap->p, ap->ops, &opts);
 	if (!err)
 		err = profiler_attach(ap->p);
-	if (!err) {
-		ap->events = ring_buffer__new(ap->p->events_fd, on_event, a, NULL);
-		if (!ap->events)
-			log_warn("%s: no process notifications: %s", ap->ops->name, strerror(errno));
-	}
+	if (!err)
+		profiler_watch_processes(ap->p, &ap->events, a->sym);	/* degrades, logged */
 	if (err)
 		prof_close(ap);
 	return err;
@@ -742,7 +721,7 @@ static int wanted_pids(const struct agent *a, int kind, uint32_t **out)
 		if (t->kind != kind || t->state != TASK_RUNNING)
 			continue;
 		for (size_t j = 0; j < t->npids; j++)
-			if (!has_pid(want, n, t->pids[j]))
+			if (!pid_in(want, n, t->pids[j]))
 				want[n++] = t->pids[j];
 	}
 	*out = want;
@@ -807,9 +786,7 @@ static int open_pinned(struct agent *a)
 		}
 		/* A taken-over profiler still runs its last tasks' filter: reset it. */
 		err = profiler_set_pids(ap->p, NULL, 0);
-		ap->events = ring_buffer__new(ap->p->events_fd, on_event, a, NULL);
-		if (!ap->events)
-			log_warn("%s: no process notifications: %s", ap->ops->name, strerror(errno));
+		profiler_watch_processes(ap->p, &ap->events, a->sym);	/* degrades, logged */
 	}
 	return err;
 }

@@ -94,12 +94,18 @@ static int pin_iterator(struct profiler *p, const char *dir, const char *prog_na
 {
 	union bpf_iter_link_info linfo = { .map.map_fd = map_fd };
 	LIBBPF_OPTS(bpf_iter_attach_opts, opts);
-	struct iter_bpf *skel = iter_bpf__open();
 	struct bpf_program *prog, *wanted = NULL;
 	struct bpf_link *link = NULL;
+	struct iter_bpf *skel;
 	char path[PATH_MAX];
 	int err;
 
+	err = pin_path(path, dir, NULL, pin_name);
+	if (err)
+		return err;
+	if (access(path, F_OK) == 0)
+		return 0;	/* shared (processes): the first profiler pinned it */
+	skel = iter_bpf__open();
 	if (!skel)
 		return -errno;
 	if (map_fd >= 0) {
@@ -117,7 +123,6 @@ static int pin_iterator(struct profiler *p, const char *dir, const char *prog_na
 	err = err ?: bpf_map__reuse_fd(skel->maps.stacks, p->stacks_fd);
 	err = err ?: bpf_map__reuse_fd(skel->maps.seen_tgids, p->seen_tgids_fd);
 	err = err ?: iter_bpf__load(skel);
-	err = err ?: pin_path(path, dir, NULL, pin_name);
 	if (err)
 		goto cleanup;
 	link = bpf_program__attach_iter(wanted, &opts);
@@ -125,8 +130,6 @@ static int pin_iterator(struct profiler *p, const char *dir, const char *prog_na
 		err = -errno;
 		goto cleanup;
 	}
-	if (access(path, F_OK) == 0)
-		goto cleanup;	/* shared (processes): pinned by the first profiler */
 	if (bpf_link__pin(link, path)) {
 		err = -errno;
 		log_error("cannot pin %s: %s", path, strerror(errno));

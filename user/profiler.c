@@ -219,14 +219,6 @@ int profiler_configure(struct profiler *p)
 	return 0;
 }
 
-static bool pid_in(const uint32_t *pids, int n, uint32_t pid)
-{
-	for (int i = 0; i < n; i++)
-		if (pids[i] == pid)
-			return true;
-	return false;
-}
-
 int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids)
 {
 	uint32_t stale[1024], key, *prev = NULL;
@@ -270,7 +262,6 @@ static int drain_by_walk(struct profiler *p, int fd, record_fn fn, void *ctx)
 		if (prev)
 			bpf_map_delete_elem(fd, prev);
 		if (bpf_map_lookup_elem(fd, &next, values) == 0 && !err) {
-			p->drained_records++;
 			p->drained_events += values[0];
 			err = fn(p, &rec, ctx);
 		}
@@ -317,7 +308,6 @@ static int drain(struct profiler *p, int fd, record_fn fn, void *ctx)
 				.values = values + i * p->ops->nraw,
 			};
 
-			p->drained_records++;
 			p->drained_events += rec.values[0];
 			err = fn(p, &rec, ctx);
 		}
@@ -340,7 +330,6 @@ int profiler_snapshot(struct profiler *p, record_fn fn, void *ctx)
 		return -errno;
 	}
 	p->live = next;
-	p->generation++;
 	return drain(p, p->counts_fd[idle], fn, ctx);
 }
 
@@ -377,6 +366,32 @@ int profiler_stats(struct profiler *p, uint64_t *out)
 	}
 	free(percpu);
 	return 0;
+}
+
+static int on_process_event(void *sym, void *data, size_t size)
+{
+	const struct aperture_event *event = data;
+
+	if (size >= sizeof(*event) && event->type == EVENT_NEW_PROCESS)
+		symbolizer_track(sym, event->tgid);	/* gone already: nothing to keep */
+	return 0;
+}
+
+int profiler_watch_processes(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym)
+{
+	int err = 0;
+
+	if (!*rb) {
+		*rb = ring_buffer__new(p->events_fd, on_process_event, sym, NULL);
+		if (!*rb)
+			err = -errno;
+	} else {
+		err = ring_buffer__add(*rb, p->events_fd, on_process_event, sym);
+	}
+	if (err)
+		log_warn("%s: no new-process notifications (%s): processes that exit early may stay "
+			 "unnamed", p->ops->name, strerror(-err));
+	return err;
 }
 
 struct into_ctx {

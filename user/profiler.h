@@ -96,8 +96,6 @@ struct profiler {
 	int active_fd;			/* ARRAY_OF_MAPS, slot 0 = live counts map */
 	int counts_fd[2];		/* the two generations */
 	int live;			/* index into counts_fd of the live one */
-	uint64_t generation;		/* flips so far */
-	uint64_t drained_records;
 	uint64_t drained_events;	/* sum of raw value 0 over all drains */
 };
 
@@ -125,6 +123,14 @@ int profiler_stack(struct profiler *p, uint64_t stack_id, uint64_t *ips, uint32_
 
 /* Sums the per-CPU loss/activity counters into @out[STAT_MAX]. */
 int profiler_stats(struct profiler *p, uint64_t *out);
+
+/*
+ * Reads @p's new-process notifications into *@rb (created when NULL, else
+ * added to) and has @sym track each process announced, so that it is
+ * symbolized even after it exits.  Poll *@rb with ring_buffer__poll().
+ */
+struct ring_buffer;
+int profiler_watch_processes(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym);
 
 /* Snapshot straight into a profile (symbolizing new stacks). */
 int profiler_snapshot_into(struct profiler *p, struct profile *prof);

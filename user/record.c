@@ -320,33 +320,25 @@ static int open_profilers(struct record_run *run)
 	return 0;
 }
 
-static int on_event(void *ctx, void *data, size_t size)
+/* Without notifications aperture still works: short-lived processes may stay unnamed (logged). */
+static void open_events(struct record_run *run)
 {
-	struct record_run *run = ctx;
-	const struct aperture_event *event = data;
-
-	if (size >= sizeof(*event) && event->type == EVENT_NEW_PROCESS)
-		symbolizer_track(run->sym, event->tgid);	/* gone already: nothing to keep */
-	return 0;
+	for (int i = 0; i < run->nprofs; i++)
+		profiler_watch_processes(run->profs[i], &run->events, run->sym);
 }
 
-static int open_events(struct record_run *run)
+/* Waits up to 100 ms; wakes early for new processes to track. */
+static int wait_tick(struct record_run *run)
 {
-	for (int i = 0; i < run->nprofs; i++) {
-		int fd = run->profs[i]->events_fd;
-		int err = 0;
+	struct timespec tick = { 0, 100 * 1000 * 1000 };
+	int err;
 
-		if (!run->events) {
-			run->events = ring_buffer__new(fd, on_event, run, NULL);
-			if (!run->events)
-				err = -errno;
-		} else {
-			err = ring_buffer__add(run->events, fd, on_event, run);
-		}
-		if (err) {
-			log_error("cannot read BPF notifications: %s", strerror(-err));
-			return err;
-		}
+	if (!run->events)
+		return nanosleep(&tick, NULL) && errno != EINTR ? -errno : 0;
+	err = ring_buffer__poll(run->events, 100);
+	if (err < 0 && err != -EINTR) {
+		log_error("reading BPF notifications: %s", strerror(-err));
+		return err;
 	}
 	return 0;
 }
@@ -417,12 +409,9 @@ static int record_loop(struct record_run *run)
 				status_line(run, now);
 			next_snapshot += SNAPSHOT_INTERVAL_NS;
 		}
-		/* Waits up to 100 ms; wakes early for new processes to track. */
-		err = ring_buffer__poll(run->events, 100);
-		if (err < 0 && err != -EINTR) {
-			log_error("reading BPF notifications: %s", strerror(-err));
+		err = wait_tick(run);
+		if (err)
 			return err;
-		}
 	}
 	if (tty)
 		fputc('\n', stderr);
@@ -636,10 +625,11 @@ int record_main(int argc, char **argv)
 		err = EXIT_RUNTIME;
 		goto cleanup;
 	}
-	if (open_profilers(&run) || open_events(&run)) {
+	if (open_profilers(&run)) {
 		err = EXIT_RUNTIME;
 		goto cleanup;
 	}
+	open_events(&run);
 	run.start_ns = now_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < run.nprofs; i++)
 		run.profiles[i].time_ns = now_ns(CLOCK_REALTIME);

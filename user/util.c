@@ -78,3 +78,11 @@ bool str_ends_with(const char *s, const char *suffix)
 
 	return n >= m && strcmp(s + n - m, suffix) == 0;
 }
+
+bool pid_in(const uint32_t *pids, size_t n, uint32_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}

@@ -17,5 +17,6 @@ char *xstrdup(const char *s);
 
 uint64_t now_ns(int clock);		/* clock_gettime in ns */
 bool str_ends_with(const char *s, const char *suffix);
+bool pid_in(const uint32_t *pids, size_t n, uint32_t pid);
 
 #endif /* UTIL_H */
