@@ -563,11 +563,6 @@ static struct proc *proc_get(struct symbolizer *sym, uint32_t tgid)
 	return p;
 }
 
-int symbolizer_track(struct symbolizer *sym, uint32_t tgid)
-{
-	return proc_get(sym, tgid) ? 0 : -ESRCH;
-}
-
 /* At most once a second: new code (dlopen, JIT) appears after tracking. */
 static bool proc_may_refresh(struct proc *p)
 {
@@ -592,6 +587,25 @@ static void proc_refresh_maps(struct symbolizer *sym, struct proc *p)
 	p->maps = maps;
 	p->nmaps = n;
 	perf_map_read(p);
+}
+
+/*
+ * A process announced again is one that exec'ed (the BPF side forgets it at
+ * exec): its maps are those of a new image, so read them now, while it lives.
+ * A fork child caught before its exec would otherwise keep the parent's maps
+ * and a short-lived command would never be named.
+ */
+int symbolizer_track(struct symbolizer *sym, uint32_t tgid)
+{
+	struct proc *p = proc_find(sym, tgid);
+
+	if (p) {
+		p->last_used = ++sym->tick;
+		p->refreshed_ns = now_ns(CLOCK_MONOTONIC);
+		proc_refresh_maps(sym, p);
+		return 0;
+	}
+	return proc_get(sym, tgid) ? 0 : -ESRCH;
 }
 
 /* ---- user frames ---- */

@@ -39,7 +39,8 @@ void symbolizer_free(struct symbolizer *sym);
 
 /*
  * Reads /proc/PID/maps of @tgid now and keeps what is needed to symbolize it
- * later, even after the process exited.  Cheap when already tracked.
+ * later, even after the process exited.  Called again for a tracked process
+ * (after an exec), reads its maps again.
  * Returns 0, or -ESRCH when the process is gone (not an error for callers
  * that only want to try).
  */
