@@ -772,18 +772,17 @@ static int open_pinned(struct agent *a)
 		.targets_only = true,
 		.disabled = true,
 	};
-	int err = pin_prepare_dir(a->o.pin_dir);
+	const struct profiler_ops *ops[NKINDS];
+	struct profiler *profs[NKINDS];
+	int err;
 
+	for (int k = 0; k < NKINDS; k++)
+		ops[k] = a->prof[k].ops;
+	err = pin_start(a->o.pin_dir, ops, NKINDS, &opts, profs);
 	for (int k = 0; k < NKINDS && !err; k++) {
 		struct agent_prof *ap = &a->prof[k];
 
-		err = profiler_open_pinned_or_new(&ap->p, ap->ops, &opts, a->o.pin_dir);
-		if (err) {
-			log_error("%s: cannot start pinned under %s (%s); `aperture run --unpin --pin %s` "
-				  "removes a broken set", ap->ops->name, a->o.pin_dir, strerror(-err),
-				  a->o.pin_dir);
-			break;
-		}
+		ap->p = profs[k];
 		/* A taken-over profiler still runs its last tasks' filter: reset it. */
 		err = profiler_set_pids(ap->p, NULL, 0);
 		profiler_watch_processes(ap->p, &ap->events, a->sym);	/* degrades, logged */

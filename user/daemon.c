@@ -122,9 +122,10 @@ static int parse_args(struct daemon_opts *o, int argc, char **argv)
 int daemon_main(int argc, char **argv)
 {
 	struct profiler_shared shared = PROFILER_SHARED_INIT;
+	const struct profiler_ops *ops[PROFILER_MAX];
 	struct profiler *profs[PROFILER_MAX] = {};
 	struct daemon_opts o = {};
-	int err;
+	int err, nprofs = 0;
 
 	err = parse_args(&o, argc, argv);
 	if (err)
@@ -145,26 +146,20 @@ int daemon_main(int argc, char **argv)
 	}
 	cli_libbpf_logging();
 	cli_install_signals();
-	if (pin_prepare_dir(o.dir))
-		return EXIT_RUNTIME;
 	o.prof.shared = &shared;
-	for (int i = 0; profilers[i]; i++) {
-		if (!o.want[profilers[i]->id])
-			continue;
-		err = profiler_open_pinned_or_new(&profs[profilers[i]->id], profilers[i], &o.prof, o.dir);
-		if (err) {
-			log_error("%s: cannot start (%s); `aperture run --unpin --pin %s` removes a broken set",
-				  profilers[i]->name, strerror(-err), o.dir);
-			goto cleanup;
-		}
-	}
-	fprintf(stderr, "aperture: profiling; pinned under %s (cat %s/oncpu_folded)\n", o.dir, o.dir);
+	for (int i = 0; profilers[i]; i++)
+		if (o.want[profilers[i]->id])
+			ops[nprofs++] = profilers[i];
+	err = pin_start(o.dir, ops, nprofs, &o.prof, profs);
+	if (err)
+		goto cleanup;
+	fprintf(stderr, "aperture: profiling; pinned under %s (aperture dump --pin %s)\n", o.dir, o.dir);
 	while (!cli_stop)
 		pause();
 	fprintf(stderr, "aperture: stopped; the programs keep running pinned under %s "
 		"(`aperture run --unpin --pin %s` removes them)\n", o.dir, o.dir);
 cleanup:
-	for (int i = 0; i < PROFILER_MAX; i++)
+	for (int i = 0; i < nprofs; i++)
 		profiler_close(profs[i]);
 	profiler_shared_close(&shared);
 	return err ? EXIT_RUNTIME : 0;

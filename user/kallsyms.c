@@ -21,8 +21,11 @@ static int text_rank(char type)
 	}
 }
 
-/* "ffffffff81000000 T _stext\t[mod]": fills addr/type/name, cuts the module. */
-static int parse_line(char *line, uint64_t *addr, char *type, char **name)
+/*
+ * "ffffffff81000000 T _stext\t[mod]": fills addr/type/name; the module is cut,
+ * or kept as "_stext [mod]" (what the kernel's %ps prints) when @keep_module.
+ */
+static int parse_line(char *line, uint64_t *addr, char *type, char **name, bool keep_module)
 {
 	char *end, *p;
 
@@ -33,30 +36,38 @@ static int parse_line(char *line, uint64_t *addr, char *type, char **name)
 	*name = end + 3;
 	for (p = *name; *p && !isspace((unsigned char)*p); p++)
 		;
+	if (keep_module && *p == '\t' && p[1] == '[') {
+		*p = ' ';
+		p = strchr(p, ']');
+		p = p ? p + 1 : *name + strlen(*name);
+	}
 	*p = '\0';
 	return **name ? 0 : -EINVAL;
 }
 
-static int add_line(struct kallsyms *ks, char *line)
+static int add_line(struct kallsyms *ks, char *line, bool as_printk, uint32_t line_no)
 {
 	uint64_t addr;
 	char type, *name;
 	int rank;
 
-	if (parse_line(line, &addr, &type, &name))
+	if (parse_line(line, &addr, &type, &name, as_printk))
 		return 0;
 	rank = text_rank(type);
 	if (rank < 0 || !addr)
 		return 0;
+	if (as_printk)
+		rank = (int)line_no;	/* the kernel names an address by its first alias */
 	if (!ks->text_start || addr < ks->text_start)
 		ks->text_start = addr;
 	return symtab_add(&ks->tab, addr, 0, name, (uint32_t)rank);
 }
 
-int kallsyms_load(struct kallsyms *ks, const char *path)
+static int load(struct kallsyms *ks, const char *path, bool as_printk)
 {
 	char *line = NULL;
 	size_t cap = 0;
+	uint32_t line_no = 0;
 	FILE *f;
 	int err = 0;
 
@@ -65,7 +76,7 @@ int kallsyms_load(struct kallsyms *ks, const char *path)
 	if (!f)
 		return -errno;
 	while (!err && getline(&line, &cap, f) > 0)
-		err = add_line(ks, line);
+		err = add_line(ks, line, as_printk, line_no++);
 	free(line);
 	fclose(f);
 	if (!err && !ks->tab.nsyms)
@@ -76,6 +87,16 @@ int kallsyms_load(struct kallsyms *ks, const char *path)
 	}
 	symtab_finish(&ks->tab);
 	return 0;
+}
+
+int kallsyms_load(struct kallsyms *ks, const char *path)
+{
+	return load(ks, path, false);
+}
+
+int kallsyms_load_printk(struct kallsyms *ks, const char *path)
+{
+	return load(ks, path, true);
 }
 
 void kallsyms_free(struct kallsyms *ks)

@@ -3,6 +3,7 @@
 #ifndef KALLSYMS_H
 #define KALLSYMS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "symtab.h"
@@ -14,6 +15,11 @@ struct kallsyms {
 
 /* Reads @path (normally /proc/kallsyms).  0, -errno, or -ENOENT when addresses are hidden. */
 int kallsyms_load(struct kallsyms *ks, const char *path);
+/*
+ * The same, naming symbols as the kernel's %ps does (what the pinned
+ * iterators print): "func [module]", the first of aliases in file order.
+ */
+int kallsyms_load_printk(struct kallsyms *ks, const char *path);
 void kallsyms_free(struct kallsyms *ks);
 
 /* Hex GNU build id from a notes file (/sys/kernel/notes) into @hex; "" when none. */

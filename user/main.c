@@ -4,6 +4,8 @@
 #include <string.h>
 #include "cli.h"
 #include "daemon.h"
+#include "doctor.h"
+#include "dump.h"
 #include "record.h"
 #include "util.h"
 
@@ -36,6 +38,8 @@ struct command {
 static const struct command commands[] = {
 	{ "record", record_main, "profile for a while, write pprof / folded / SVG files" },
 	{ "run", run_main, "daemon: pinned maps for bpftool/cat, or serve SkyWalking OAP tasks (--oap)" },
+	{ "dump", dump_main, "print a pinned daemon's totals as folded stacks" },
+	{ "doctor", doctor_main, "what this kernel lets aperture do, and why not" },
 };
 
 static void usage(FILE *out)

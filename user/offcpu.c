@@ -45,6 +45,9 @@ const struct profiler_ops profiler_offcpu = {
 	.id = PROFILER_OFFCPU,
 	.title = "Off-CPU",
 	.nraw = 2,
+	.folded_raw = 1,
+	.needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_TP_SCHED_SWITCH) | FEAT_BIT(FEAT_TP_SCHED_EXIT) |
+		 FEAT_BIT(FEAT_TP_SCHED_EXEC) | FEAT_BIT(FEAT_RINGBUF),
 	.nvalues = 2,
 	.value_types = { { "switches", "count" }, { "offcpu", "nanoseconds" } },
 	.default_value = 1,

@@ -87,6 +87,9 @@ const struct profiler_ops profiler_oncpu = {
 	.id = PROFILER_ONCPU,
 	.title = "On-CPU",
 	.nraw = 1,
+	.folded_raw = 0,
+	.needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_PERF_EVENT_OPEN) | FEAT_BIT(FEAT_PROG_PERF_EVENT) |
+		 FEAT_BIT(FEAT_TP_SCHED_EXEC) | FEAT_BIT(FEAT_RINGBUF),
 	.nvalues = 2,
 	.value_types = { { "samples", "count" }, { "cpu", "nanoseconds" } },
 	.default_value = 0,

@@ -12,6 +12,7 @@
 #include <sys/statfs.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "kernel_features.h"
 #include "iter.skel.h"
 #include "pin.h"
 #include "util.h"
@@ -25,7 +26,7 @@ static bool is_bpffs(const char *path)
 	return statfs(path, &fs) == 0 && fs.f_type == BPF_FS_MAGIC;
 }
 
-int pin_prepare_dir(const char *dir)
+static int prepare_dir(const char *dir, bool *made_dir)
 {
 	if (!is_bpffs(BPFFS_ROOT) && strncmp(dir, BPFFS_ROOT "/", strlen(BPFFS_ROOT) + 1) == 0) {
 		if (mount("bpf", BPFFS_ROOT, "bpf", 0, "mode=0700")) {
@@ -34,7 +35,8 @@ int pin_prepare_dir(const char *dir)
 		}
 		log_warn("mounted bpffs on %s (it was not mounted)", BPFFS_ROOT);
 	}
-	if (mkdir(dir, 0700) && errno != EEXIST) {
+	*made_dir = mkdir(dir, 0700) == 0;
+	if (!*made_dir && errno != EEXIST) {
 		const char *base = strrchr(dir, '/');
 
 		if (errno == EPERM && strchr(base ? base : dir, '.'))
@@ -51,7 +53,7 @@ int pin_prepare_dir(const char *dir)
 		log_error("cannot chmod %s: %s", dir, strerror(errno));
 		return -errno;
 	}
-	return 0;
+	return fault_inject(dir) ? -EIO : 0;
 }
 
 static int pin_path(char *buf, const char *dir, const char *prefix, const char *name)
@@ -68,10 +70,54 @@ bool pin_present(const char *dir, const char *name)
 	return pin_path(path, dir, name, "active") == 0 && access(path, F_OK) == 0;
 }
 
-static int pin_fd(int fd, const char *dir, const char *prefix, const char *name)
+/*
+ * What one start pinned, so that a failure undoes exactly that: pins made
+ * before (a set being taken over) are left alone.
+ */
+struct pin_txn {
+	const char *dir;
+	bool made_dir;
+	char **paths;			/* pinned by this start, in order */
+	int npaths;
+	struct profiler **fresh;	/* loaded by this start, not taken over */
+	int nfresh;
+	char missing[256];		/* optional pins not made, and why */
+};
+
+static int txn_add(void ***array, int *n, void *item)
+{
+	void **grown = realloc(*array, (*n + 1) * sizeof(*grown));
+
+	if (!grown)
+		return -ENOMEM;
+	grown[(*n)++] = item;
+	*array = grown;
+	return 0;
+}
+
+static int txn_pinned(struct pin_txn *txn, const char *path)
+{
+	char *copy = strdup(path);
+
+	if (!copy || txn_add((void ***)&txn->paths, &txn->npaths, copy)) {
+		free(copy);
+		unlink(path);	/* cannot be undone later: undo now */
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void txn_missing(struct pin_txn *txn, const char *pin, const char *why)
+{
+	size_t len = strlen(txn->missing);
+
+	snprintf(txn->missing + len, sizeof(txn->missing) - len, "%s%s (%s)", len ? ", " : "", pin, why);
+}
+
+static int pin_fd(struct pin_txn *txn, int fd, const char *prefix, const char *name)
 {
 	char path[PATH_MAX];
-	int err = pin_path(path, dir, prefix, name);
+	int err = pin_path(path, txn->dir, prefix, name);
 
 	if (err)
 		return err;
@@ -79,17 +125,19 @@ static int pin_fd(int fd, const char *dir, const char *prefix, const char *name)
 	if (!prefix && access(path, F_OK) == 0)
 		return 0;
 	if (bpf_obj_pin(fd, path)) {
+		err = -errno;
 		log_error("cannot pin %s: %s", path, strerror(errno));
-		return -errno;
+		return err;
 	}
-	return 0;
+	err = txn_pinned(txn, path);
+	return err ?: fault_inject(path) ? -EIO : 0;
 }
 
 /*
  * Loads the iterator program @prog_name of iter.bpf.c against @p's maps and
  * pins it as DIR/@pin_name; @map_fd: the map it walks (-1 for a task iterator).
  */
-static int pin_iterator(struct profiler *p, const char *dir, const char *prog_name,
+static int pin_iterator(struct pin_txn *txn, struct profiler *p, const char *prog_name,
 			const char *pin_name, int map_fd)
 {
 	union bpf_iter_link_info linfo = { .map.map_fd = map_fd };
@@ -100,7 +148,7 @@ static int pin_iterator(struct profiler *p, const char *dir, const char *prog_na
 	char path[PATH_MAX];
 	int err;
 
-	err = pin_path(path, dir, NULL, pin_name);
+	err = pin_path(path, txn->dir, NULL, pin_name);
 	if (err)
 		return err;
 	if (access(path, F_OK) == 0)
@@ -130,49 +178,89 @@ static int pin_iterator(struct profiler *p, const char *dir, const char *prog_na
 		err = -errno;
 		goto cleanup;
 	}
-	if (bpf_link__pin(link, path)) {
+	if (bpf_link__pin(link, path))
 		err = -errno;
-		log_error("cannot pin %s: %s", path, strerror(errno));
-	}
+	else
+		err = txn_pinned(txn, path);
 cleanup:
 	bpf_link__destroy(link);	/* the pin keeps it */
 	iter_bpf__destroy(skel);
 	return err == -ENOENT ? 0 : err;
 }
 
-static int pin_iterators(struct profiler *p, const char *dir)
+/*
+ * The iterators are a convenience: when the kernel refuses them (some refuse
+ * every iter/bpf_map_elem program with EPERM), the set is pinned without
+ * them and `aperture dump` prints the same lines from user space.
+ */
+static void pin_optional_iterator(struct pin_txn *txn, struct profiler *p, const char *name,
+				  int map_fd, enum feature needs)
 {
-	char name[64];
+	char why[128];
 	int err;
 
-	snprintf(name, sizeof(name), "%s_folded", p->ops->name);
-	err = pin_iterator(p, dir, name, name, p->totals_fd);
-	return err ?: pin_iterator(p, dir, "processes", "processes", -1);
+	if (!feature_has(needs)) {
+		char reason[96];
+
+		snprintf(why, sizeof(why), "%s: %s", feature_name(needs), feature_why(needs, reason, sizeof(reason)));
+		txn_missing(txn, name, why);
+		return;
+	}
+	err = pin_iterator(txn, p, name, name, map_fd);
+	if (err) {
+		snprintf(why, sizeof(why), "%s", strerrorname_np(-err) ?: strerror(-err));
+		txn_missing(txn, name, why);
+	}
 }
 
-int profiler_pin(struct profiler *p, const char *dir)
+static void pin_iterators(struct pin_txn *txn, struct profiler *p)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s_folded", p->ops->name);
+	pin_optional_iterator(txn, p, name, p->totals_fd, FEAT_ITER_MAP_ELEM);
+	pin_optional_iterator(txn, p, "processes", -1, FEAT_ITER_TASK);
+}
+
+/* A taken-over set: name the iterator its first daemon could not pin, and why. */
+static void note_missing_iterators(struct pin_txn *txn, struct profiler *p)
+{
+	char name[64], path[PATH_MAX], why[128], reason[96];
+
+	snprintf(name, sizeof(name), "%s_folded", p->ops->name);
+	if (pin_path(path, txn->dir, NULL, name) || access(path, F_OK) == 0)
+		return;
+	if (feature_has(FEAT_ITER_MAP_ELEM))
+		snprintf(why, sizeof(why), "not pinned by the daemon that started this set");
+	else
+		snprintf(why, sizeof(why), "%s: %s", feature_name(FEAT_ITER_MAP_ELEM),
+			 feature_why(FEAT_ITER_MAP_ELEM, reason, sizeof(reason)));
+	txn_missing(txn, name, why);
+}
+
+static int profiler_pin(struct pin_txn *txn, struct profiler *p)
 {
 	const char *name = p->ops->name;
 	char link_name[32];
 	int err;
 
-	err = pin_fd(p->control_fd, dir, NULL, "control");
-	err = err ?: pin_fd(p->target_pids_fd, dir, NULL, "target_pids");
-	err = err ?: pin_fd(p->counts_fd[0], dir, name, "counts_0");
-	err = err ?: pin_fd(p->counts_fd[1], dir, name, "counts_1");
-	err = err ?: pin_fd(p->totals_fd, dir, name, "totals");
-	err = err ?: pin_fd(p->stacks_fd, dir, name, "stacks");
-	err = err ?: pin_fd(p->stats_fd, dir, name, "stats");
-	err = err ?: pin_fd(p->events_fd, dir, name, "events");
+	err = pin_fd(txn, p->control_fd, NULL, "control");
+	err = err ?: pin_fd(txn, p->target_pids_fd, NULL, "target_pids");
+	err = err ?: pin_fd(txn, p->counts_fd[0], name, "counts_0");
+	err = err ?: pin_fd(txn, p->counts_fd[1], name, "counts_1");
+	err = err ?: pin_fd(txn, p->totals_fd, name, "totals");
+	err = err ?: pin_fd(txn, p->stacks_fd, name, "stacks");
+	err = err ?: pin_fd(txn, p->stats_fd, name, "stats");
+	err = err ?: pin_fd(txn, p->events_fd, name, "events");
 	for (int i = 0; i < p->nlinks && !err; i++) {
 		snprintf(link_name, sizeof(link_name), "link_%d", i);
-		err = pin_fd(bpf_link__fd(p->links[i]), dir, name, link_name);
-		p->links_pinned |= !err;
+		err = pin_fd(txn, bpf_link__fd(p->links[i]), name, link_name);
+		p->links_pinned = true;	/* even after a failure: the rollback decides */
 	}
-	err = err ?: pin_iterators(p, dir);
+	if (!err)
+		pin_iterators(txn, p);
 	/* Last: its presence tells a restarted daemon that the rest is there. */
-	err = err ?: pin_fd(p->active_fd, dir, name, "active");
-	return err;
+	return err ?: pin_fd(txn, p->active_fd, name, "active");
 }
 
 static int open_pin(const char *dir, const char *prefix, const char *name, int *fd)
@@ -259,21 +347,77 @@ fail:
 	return err;
 }
 
-int profiler_open_pinned_or_new(struct profiler **out, const struct profiler_ops *ops,
-				const struct profiler_opts *opts, const char *dir)
+/* Takes over @ops' pins under DIR when they are there, else loads, attaches and pins. */
+static int start_one(struct pin_txn *txn, const struct profiler_ops *ops,
+		     const struct profiler_opts *opts, struct profiler **out)
 {
 	int err;
 
-	if (pin_present(dir, ops->name)) {
-		err = profiler_open_pinned(out, ops, opts, dir);
-		if (!err)
-			log_warn("%s: took over the pinned programs in %s (they kept counting)",
-				 ops->name, dir);
-		return err;
+	if (pin_present(txn->dir, ops->name)) {
+		err = profiler_open_pinned(out, ops, opts, txn->dir);
+		if (err)
+			return err;
+		log_warn("%s: took over the pinned programs in %s (they kept counting)", ops->name, txn->dir);
+		note_missing_iterators(txn, *out);
+		return 0;
 	}
 	err = profiler_open(out, ops, opts);
-	err = err ?: profiler_attach(*out);
-	err = err ?: profiler_pin(*out, dir);
+	if (err)
+		return err;
+	err = txn_add((void ***)&txn->fresh, &txn->nfresh, *out);
+	if (err) {
+		profiler_close(*out);
+		*out = NULL;
+		return err;
+	}
+	return profiler_attach(*out) ?: profiler_pin(txn, *out);
+}
+
+/* Undoes a failed start: its pins go, its programs are detached and unloaded. */
+static void txn_abort(struct pin_txn *txn, struct profiler **profs, int n)
+{
+	for (int i = txn->npaths - 1; i >= 0; i--)
+		if (unlink(txn->paths[i]) && errno != ENOENT)
+			log_error("cannot remove %s: %s", txn->paths[i], strerror(errno));
+	if (txn->made_dir && rmdir(txn->dir))
+		log_error("cannot remove %s: %s", txn->dir, strerror(errno));
+	for (int i = 0; i < txn->nfresh; i++)
+		txn->fresh[i]->links_pinned = false;	/* close detaches them now */
+	for (int i = 0; i < n; i++) {
+		profiler_close(profs[i]);
+		profs[i] = NULL;
+	}
+}
+
+static void txn_free(struct pin_txn *txn)
+{
+	for (int i = 0; i < txn->npaths; i++)
+		free(txn->paths[i]);
+	free(txn->paths);
+	free(txn->fresh);
+}
+
+int pin_start(const char *dir, const struct profiler_ops *const *ops, int n,
+	      const struct profiler_opts *opts, struct profiler **profs)
+{
+	struct pin_txn txn = { .dir = dir };
+	int err = prepare_dir(dir, &txn.made_dir);
+
+	for (int i = 0; i < n; i++)
+		profs[i] = NULL;
+	for (int i = 0; i < n && !err; i++) {
+		err = start_one(&txn, ops[i], opts, &profs[i]);
+		if (err)
+			log_error("%s: cannot start pinned under %s (%s)", ops[i]->name, dir, strerror(-err));
+	}
+	if (err) {
+		txn_abort(&txn, profs, n);
+		log_error("nothing this start pinned is left in %s", dir);
+	} else if (txn.missing[0]) {
+		log_warn("pinned without %s; `aperture dump --pin %s` prints the same folded lines",
+			 txn.missing, dir);
+	}
+	txn_free(&txn);
 	return err;
 }
 

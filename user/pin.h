@@ -12,6 +12,8 @@
  *   NAME_stacks, NAME_stats, NAME_events
  *   NAME_link_N                         the attached programs
  *   NAME_folded                         iterator: `cat` prints folded stacks
+ *   processes                           iterator: the processes counted
+ * The iterators are optional (see pin_start); everything else is required.
  */
 #ifndef PIN_H
 #define PIN_H
@@ -21,12 +23,8 @@
 
 #define PIN_DEFAULT_DIR "/sys/fs/bpf/aperture"
 
-/* Mounts bpffs on /sys/fs/bpf when absent, creates DIR with mode 0700. */
-int pin_prepare_dir(const char *dir);
 /* Does DIR hold a pinned profiler NAME? */
 bool pin_present(const char *dir, const char *name);
-/* Pins everything of @p (loaded and attached) under DIR. */
-int profiler_pin(struct profiler *p, const char *dir);
 /*
  * Takes over a pinned profiler: no program is loaded or attached, the pinned
  * ones keep running.  A layout-version mismatch is an error naming the fix.
@@ -34,11 +32,16 @@ int profiler_pin(struct profiler *p, const char *dir);
 int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 			 const struct profiler_opts *opts, const char *dir);
 /*
- * The daemons' way in: takes over NAME's pins under DIR when they are there
- * (the programs kept counting), else loads, attaches and pins it.
+ * The daemons' way in, all or nothing: mounts bpffs on /sys/fs/bpf when absent,
+ * creates DIR (mode 0700), then for each of the @n profilers takes over its
+ * pins under DIR when they are there (the programs kept counting), else
+ * loads, attaches and pins it.  On any failure everything this call pinned is
+ * removed and its programs detached, pins made before are left alone, and
+ * @profs are all NULL.  Optional pins the kernel refuses (the iterators) are
+ * left out with one warning.
  */
-int profiler_open_pinned_or_new(struct profiler **out, const struct profiler_ops *ops,
-				const struct profiler_opts *opts, const char *dir);
+int pin_start(const char *dir, const struct profiler_ops *const *ops, int n,
+	      const struct profiler_opts *opts, struct profiler **profs);
 
 /*
  * Empties the totals and stacks of every profiler pinned under DIR, so that a

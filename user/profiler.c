@@ -61,7 +61,13 @@ int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 	p->control_fd = p->target_pids_fd = p->stacks_fd = p->stats_fd = -1;
 	p->active_fd = p->counts_fd[0] = p->counts_fd[1] = p->totals_fd = p->events_fd = -1;
 	p->seen_tgids_fd = -1;
+	if (!features_require(ops->name, ops->needs)) {
+		err = -EOPNOTSUPP;
+		goto cleanup;
+	}
 	err = ops->open(p, &p->opts);
+	if (!err && fault_inject("load"))
+		err = -EIO;
 	if (err) {
 		log_error("%s: cannot load BPF programs: %s%s", ops->name, strerror(-err),
 			  log_verbose ? "" : " (-v shows the verifier's log)");
@@ -81,6 +87,8 @@ int profiler_attach(struct profiler *p)
 {
 	int err = p->ops->attach(p);
 
+	if (!err && fault_inject("attach"))
+		err = -EIO;
 	if (err)
 		log_error("%s: cannot attach: %s%s", p->ops->name, strerror(-err),
 			  log_verbose ? "" : " (-v shows why)");

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include "aperture.h"
 #include "profile.h"
+#include "kernel_features.h"
 
 struct bpf_link;
 
@@ -61,6 +62,8 @@ struct profiler_ops {
 	enum profiler_id id;		/* its bit in control.enabled */
 	const char *title;		/* "On-CPU" */
 	int nraw;			/* u64s in the BPF counts value */
+	int folded_raw;			/* the raw u64 that weighs NAME_folded and dump lines */
+	uint64_t needs;			/* FEAT_BIT()s of the kernel features it cannot run without */
 	/* What the profile carries per sample, and how raw values become those. */
 	int nvalues;
 	struct value_type value_types[PROFILE_MAX_VALUES];

@@ -86,3 +86,22 @@ bool pid_in(const uint32_t *pids, size_t n, uint32_t pid)
 			return true;
 	return false;
 }
+
+/*
+ * APERTURE_FAIL_AT=N (tests only): the Nth fault point reached fails, so that
+ * a test can walk every step of a start and check what a failure leaves.
+ */
+bool fault_inject(const char *where)
+{
+	static long fail_at = -1, reached;
+
+	if (fail_at < 0) {
+		const char *env = getenv("APERTURE_FAIL_AT");
+
+		fail_at = env ? strtol(env, NULL, 10) : 0;
+	}
+	if (fail_at <= 0 || ++reached != fail_at)
+		return false;
+	log_error("injected failure at step %ld (%s)", reached, where);
+	return true;
+}

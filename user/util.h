@@ -18,5 +18,7 @@ char *xstrdup(const char *s);
 uint64_t now_ns(int clock);		/* clock_gettime in ns */
 bool str_ends_with(const char *s, const char *suffix);
 bool pid_in(const uint32_t *pids, size_t n, uint32_t pid);
+/* Test hook: true (after one line) at the APERTURE_FAIL_AT'th call; @where names the step. */
+bool fault_inject(const char *where);
 
 #endif /* UTIL_H */

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Feature probes: one tiny program per kernel feature aperture relies on.
+ * user/kernel_features.c loads each on its own (a bpf_object load is all or
+ * nothing), so one refusal says exactly which feature is missing.  Each
+ * program exercises its feature the way the real programs do: the
+ * sched_switch probe reads the fourth argument (prev_state, 5.18+) as
+ * offcpu.bpf.c does, the map-element iterator reads key and value.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+/* Walked by the map-element iterator probe. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} probe_array SEC(".maps");
+
+__u64 probe_hits;
+
+SEC("perf_event")
+int probe_perf_event(struct bpf_perf_event_data *ctx)
+{
+	return 0;
+}
+
+SEC("perf_event")
+int probe_cookie(struct bpf_perf_event_data *ctx)
+{
+	return bpf_get_attach_cookie(ctx) != 0;
+}
+
+SEC("perf_event")
+int probe_ns_pid(struct bpf_perf_event_data *ctx)
+{
+	struct bpf_pidns_info ns;
+
+	return bpf_get_ns_current_pid_tgid(0, 0, &ns, sizeof(ns)) == 0;
+}
+
+/* Refused at load under lockdown=confidentiality (LOCKDOWN_BPF_READ_KERNEL). */
+SEC("perf_event")
+int probe_read_kernel(struct bpf_perf_event_data *ctx)
+{
+	__u64 word = 0;
+
+	return bpf_probe_read_kernel(&word, sizeof(word), ctx) == 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(probe_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	return prev_state != 0 && prev->pid != next->pid;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(probe_sched_process_exit, struct task_struct *task)
+{
+	return task->pid != 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(probe_sched_process_exec, struct task_struct *task)
+{
+	return task->tgid != 0;
+}
+
+SEC("iter/task")
+int probe_iter_task(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+
+	if (task)
+		BPF_SEQ_PRINTF(ctx->meta->seq, "%d\n", task->pid);
+	return 0;
+}
+
+SEC("iter/bpf_map_elem")
+int probe_iter_map_elem(struct bpf_iter__bpf_map_elem *ctx)
+{
+	__u32 *key = ctx->key;
+	__u64 *value = ctx->value;
+
+	if (key && value)
+		BPF_SEQ_PRINTF(ctx->meta->seq, "%u %llu\n", *key, *value);
+	return 0;
+}
+
+/* Attached by the loader to a function of its own (user/kernel_features.c). */
+SEC("uprobe")
+int probe_uprobe(struct pt_regs *ctx)
+{
+	__sync_fetch_and_add(&probe_hits, 1);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What this kernel lets aperture do, probed once (each feature on first use)
+ * by loading a tiny program of bpf/probe.bpf.c or by calling the syscall.
+ * Every profiler, the pinning code and `aperture doctor` consult this one
+ * table, so that an optional part missing degrades with one clear line and a
+ * required one stops with one naming it.
+ */
+#ifndef KERNEL_FEATURES_H
+#define KERNEL_FEATURES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum feature {
+	FEAT_BTF,		/* /sys/kernel/btf/vmlinux: CO-RE and tp_btf */
+	FEAT_PERF_EVENT_OPEN,	/* a software cpu-clock perf event per CPU */
+	FEAT_PROG_PERF_EVENT,	/* BPF programs on perf events */
+	FEAT_TP_SCHED_SWITCH,	/* tp_btf/sched_switch with prev_state (5.18+) */
+	FEAT_TP_SCHED_EXIT,	/* tp_btf/sched_process_exit */
+	FEAT_TP_SCHED_EXEC,	/* tp_btf/sched_process_exec */
+	FEAT_RINGBUF,		/* BPF ring buffer */
+	FEAT_BATCH_OPS,		/* lookup_and_delete_batch on hash maps */
+	FEAT_ITER_TASK,		/* iter/task */
+	FEAT_ITER_MAP_ELEM,	/* iter/bpf_map_elem */
+	FEAT_COOKIE,		/* bpf_get_attach_cookie */
+	FEAT_NS_PID,		/* bpf_get_ns_current_pid_tgid */
+	FEAT_PROBE_READ_KERNEL,	/* bpf_probe_read_kernel (lockdown=confidentiality denies it) */
+	FEAT_UPROBE,		/* uprobes through the uprobe PMU */
+	FEAT_BPFFS,		/* bpffs mounted, or mountable */
+	FEAT_TRACEFS,		/* tracefs mounted, or mountable */
+	FEAT_MAX,
+};
+
+#define FEAT_BIT(f) (1ull << (f))
+
+struct feature_result {
+	bool probed;
+	bool ok;
+	int err;		/* positive errno when !ok (0: switched off by the environment) */
+	const char *step;	/* what failed: "load", "attach", ... */
+	const char *note;	/* more, when there is: "/sys/fs/bpf" (where it is mounted) */
+};
+
+/* "iter_map_elem": the name doctor, --json and APERTURE_DISABLE_FEATURES use. */
+const char *feature_name(enum feature f);
+/* One line on what it is, for doctor. */
+const char *feature_what(enum feature f);
+/* Probes @f the first time it is asked; true when the kernel has it. */
+bool feature_has(enum feature f);
+const struct feature_result *feature_get(enum feature f);
+/* Probes every feature in @mask (FEAT_BIT()s), the common case in one load. */
+void features_probe(uint64_t mask);
+/* Why @f is missing, "EPERM at load", in @buf. */
+const char *feature_why(enum feature f, char *buf, size_t len);
+/*
+ * Checks every feature in @mask; for each one missing prints
+ * "WHO: this kernel lacks FEATURE (WHY)" and returns false.
+ */
+bool features_require(const char *who, uint64_t mask);
+
+#endif /* KERNEL_FEATURES_H */
