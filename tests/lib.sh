@@ -144,3 +144,15 @@ count_user_frames() {
 skip() { _n=$((_n+1)); echo "ok $_n - $1 # SKIP $2"; }
 # idle_ticks: machine-wide idle time so far, in USER_HZ ticks (/proc/stat)
 idle_ticks() { awk '$1 == "cpu" { print $5; exit }' /proc/stat; }
+
+# have_feature NAME: the kernel has feature NAME, as `aperture doctor --json`
+# probes it (APERTURE_DISABLE_FEATURES switches features off for a test).
+# Checks that need an optional feature skip only when this says no.
+have_feature() {
+	[ -s "$TMP/doctor.json" ] || APERTURE_DISABLE_FEATURES= "$APERTURE" doctor --json >"$TMP/doctor.json" 2>/dev/null
+	grep -q "^    \"$1\": {\"ok\": true" "$TMP/doctor.json"
+}
+# feature_why NAME: the errno and step of a missing feature, for a TAP skip reason
+feature_why() { grep "^    \"$1\":" "$TMP/doctor.json" | sed 's/^ *//; s/,$//'; }
+# ap_programs NAME: how many loaded BPF programs are called NAME (bpftool truncates to 15 chars)
+ap_programs() { bpftool prog show 2>/dev/null | grep -c " name ${1:0:15} " || true; }

@@ -295,6 +295,10 @@ static int drain(struct profiler *p, int fd, record_fn fn, void *ctx)
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	if (!feature_has(FEAT_BATCH_OPS)) {
+		err = drain_by_walk(p, fd, fn, ctx);
+		goto cleanup;
+	}
 	while (!done && !err) {
 		__u32 count = DRAIN_BATCH;
 		int ret = bpf_map_lookup_and_delete_batch(fd, in_batch, &batch_pos, keys, values,

@@ -1,0 +1,421 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# test-kernels.sh: smoke-test the static aperture binary on other kernels under qemu.
+#
+#   tools/test-kernels.sh [--deps] [--no-lockdown] [--modes LIST] [VMLINUZ|DEBIAN-PACKAGE...]
+#
+# e.g. tools/test-kernels.sh                                    (bookworm's newest 6.1 cloud kernel)
+#      tools/test-kernels.sh linux-image-6.12-cloud-amd64 /boot/vmlinuz-$(uname -r)
+#
+# Each kernel image (default: Debian bookworm's newest linux-image-6.1.0-*-cloud-amd64,
+# fetched with apt-get download into build/kernels/) is booted under qemu (TCG: there is no
+# KVM here) with an initramfs holding busybox, the static aperture, frame-pointer workloads
+# and a static pprof decoder.  The guest's /init runs a smoke subset and prints TAP lines on
+# the serial console: aperture --version, doctor, record on-CPU (shares of cpuburn's
+# burn_50/30/20 from the decoded pprof) and off-CPU, run --pin with takeover after kill -9,
+# dump, the pinned iterator, --unpin.  Every kernel is booted three times: normally, with
+# lockdown=confidentiality (bpf_probe_read_kernel and friends denied) and with lockdown=integrity.
+#
+# Results: a table per kernel and boot on stdout and in build/kernels/results.md; console
+# logs in build/kernels/logs/.  Exit status 1 when a step failed or a boot did not finish.
+#
+# Options:
+#   --deps            only install what this needs (qemu-system-x86 busybox-static cpio
+#                     protobuf-c-compiler libprotobuf-c-dev zlib1g-dev), then exit
+#   --no-lockdown     boot each kernel normally only
+#   --modes LIST      comma-separated boot modes (default normal,lockdown,integrity):
+#                     normal; lockdown: lockdown=confidentiality; integrity: lockdown=integrity
+#                     (what Debian's kernels do under UEFI Secure Boot, and what this host runs)
+# Environment:
+#   APERTURE          the static binary under test (default ./aperture)
+#   KERNELS_DIR       cache and output directory (default build/kernels)
+#   BOOT_TIMEOUT      seconds before a boot is killed (default 900)
+#   QEMU_MEM QEMU_SMP guest memory (MiB, default 1024) and CPUs (default 2)
+#   VERBOSE=1         record/run with -vv in the guest (libbpf and verifier logs on failure)
+#   KERNEL_PKG        the Debian kernel package to fetch when no image is given
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$TOP"
+APERTURE=${APERTURE:-./aperture}
+KDIR=${KERNELS_DIR:-build/kernels}
+BOOT_TIMEOUT=${BOOT_TIMEOUT:-900}
+QEMU_MEM=${QEMU_MEM:-1024}
+QEMU_SMP=${QEMU_SMP:-2}
+VERBOSE=${VERBOSE:-0}
+MODES=normal,lockdown,integrity
+PKGS="qemu-system-x86 busybox-static cpio protobuf-c-compiler libprotobuf-c-dev zlib1g-dev"
+
+say() { printf 'test-kernels: %s\n' "$*" >&2; }
+die() { say "$*"; exit 2; }
+
+install_deps() {
+	local missing=() p
+	for p in $PKGS; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	say "installing ${missing[*]}"
+	[ "$(id -u)" = 0 ] || die "not root: apt-get install ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null ||
+		{ apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y \
+			--no-install-recommends "${missing[@]}" >/dev/null; } || die "apt-get install failed"
+}
+
+images=()
+pkgs=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--deps) install_deps; exit 0 ;;
+	--no-lockdown) MODES=normal ;;
+	--modes) MODES=$2; shift ;;
+	--modes=*) MODES=${1#--modes=} ;;
+	-h|--help) sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) die "unknown option $1 (--help)" ;;
+	linux-image-*) [ -f "$1" ] && images+=("$(realpath "$1")") || pkgs+=("$1") ;;
+	*) [ -f "$1" ] || die "$1: no such kernel image"; images+=("$(realpath "$1")") ;;
+	esac
+	shift
+done
+
+install_deps
+mkdir -p "$KDIR/bin" "$KDIR/logs"
+[ -x "$APERTURE" ] || die "$APERTURE is not built (make aperture), or set APERTURE"
+file -L "$APERTURE" | grep -q 'statically linked' || die "$APERTURE is not a static binary"
+
+# --- the default kernel: Debian's newest 6.1 cloud kernel -----------------------------------
+# fetch_kernel [PKG]: the vmlinuz of Debian package PKG (a metapackage such as
+# linux-image-6.12-cloud-amd64 is followed to its image), default the newest 6.1 cloud kernel
+fetch_kernel() {
+	local pkg=${1:-${KERNEL_PKG:-}} deb x dep
+	if [ -n "$pkg" ] && ! apt-cache show "$pkg" >/dev/null 2>&1; then
+		apt-get update >/dev/null
+		apt-cache show "$pkg" >/dev/null 2>&1 || die "$pkg: no such package in the apt sources"
+	fi
+	while [ -n "$pkg" ] && apt-cache show "$pkg" | grep -q '^Description:.*meta-package'; do
+		dep=$(apt-cache depends --important "$pkg" | sed -n 's/^ *Depends: \(linux-image-[^ ]*\).*/\1/p' | head -1)
+		[ -n "$dep" ] || die "$pkg: a metapackage without a linux-image dependency"
+		pkg=$dep
+	done
+	if [ -z "$pkg" ]; then
+		pkg=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' | awk '{ print $1 }' | sort -V | tail -1)
+		if [ -z "$pkg" ]; then
+			apt-get update >/dev/null
+			pkg=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' | awk '{ print $1 }' | sort -V | tail -1)
+		fi
+		[ -n "$pkg" ] || die "no linux-image-6.1.0-*-cloud-amd64 in the apt sources"
+	fi
+	x="$KDIR/$pkg"
+	if ! ls "$x"/boot/vmlinuz-* >/dev/null 2>&1; then
+		deb=$(ls "$KDIR/${pkg}"_*.deb 2>/dev/null | tail -1 || true)
+		if [ -z "$deb" ]; then
+			say "downloading $pkg"
+			(cd "$KDIR" && apt-get download "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
+			deb=$(ls "$KDIR/${pkg}"_*.deb 2>/dev/null | tail -1 || true)
+			[ -n "$deb" ] || die "apt-get download $pkg failed"
+		fi
+		rm -rf "$x" && dpkg-deb -x "$deb" "$x"
+	fi
+	ls "$x"/boot/vmlinuz-* | head -1
+}
+for p in "${pkgs[@]}"; do images+=("$(realpath "$(fetch_kernel "$p")")"); done
+[ ${#images[@]} -gt 0 ] || images=("$(realpath "$(fetch_kernel)")")
+
+# --- static guest programs ------------------------------------------------------------------
+WCFLAGS="-static -O2 -g -fno-omit-frame-pointer -fno-inline -pthread"
+for w in cpuburn sleeper pipeblock; do
+	if [ ! -x "$KDIR/bin/$w" ] || [ "tests/workloads/$w.c" -nt "$KDIR/bin/$w" ]; then
+		gcc $WCFLAGS -o "$KDIR/bin/$w" "tests/workloads/$w.c" -lm
+	fi
+done
+if [ ! -x "$KDIR/bin/pprof_decode" ] || [ tests/tools/pprof_decode.c -nt "$KDIR/bin/pprof_decode" ] ||
+   [ proto/pprof/profile.proto -nt "$KDIR/bin/pprof_decode" ]; then
+	mkdir -p "$KDIR/pprof-c"
+	cp proto/pprof/profile.proto "$KDIR/pprof-c/profile.proto"
+	protoc-c --c_out="$KDIR/pprof-c" -I"$KDIR/pprof-c" "$KDIR/pprof-c/profile.proto"
+	gcc -static -O2 -Wall -I"$KDIR/pprof-c" -o "$KDIR/bin/pprof_decode" tests/tools/pprof_decode.c \
+		"$KDIR/pprof-c/profile.pb-c.c" -lprotobuf-c -lz
+fi
+
+# --- the initramfs -------------------------------------------------------------------------
+ROOT="$KDIR/initramfs"
+rm -rf "$ROOT"
+mkdir -p "$ROOT"/{bin,proc,sys,dev,tmp,run,etc}
+cp /bin/busybox "$ROOT/bin/busybox"
+file -L "$ROOT/bin/busybox" | grep -q 'statically linked' || die "/bin/busybox is not static (install busybox-static)"
+cp "$APERTURE" "$ROOT/bin/aperture"
+cp "$KDIR"/bin/{cpuburn,sleeper,pipeblock,pprof_decode} "$ROOT/bin/"
+cat >"$ROOT/init" <<'GUEST'
+#!/bin/busybox sh
+# aperture smoke test in the guest: TAP lines on the console, then power off.
+/bin/busybox --install -s /bin
+export PATH=/bin HOME=/tmp
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mount -t tmpfs tmp /tmp
+mount -t securityfs none /sys/kernel/security 2>/dev/null
+mount -t debugfs none /sys/kernel/debug 2>/dev/null
+ifconfig lo 127.0.0.1 up 2>/dev/null
+hostname guest
+echo "127.0.0.1 localhost guest" >/etc/hosts
+exec </dev/null >/dev/console 2>&1
+
+MODE=$(sed -n 's/.*aperture\.mode=\([a-z]*\).*/\1/p' /proc/cmdline)
+V=; grep -q 'aperture\.verbose=1' /proc/cmdline && V=-vv
+DIR=/sys/fs/bpf/ap
+n=0
+T0=$(cut -d' ' -f1 /proc/uptime)
+diag() { echo "# $*"; }
+pass() { n=$((n + 1)); echo "ok $n - $1"; }
+fail() { n=$((n + 1)); echo "not ok $n - $1"; shift; [ $# -gt 0 ] && diag "$@"; return 0; }
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+showerr() { [ -s "$1" ] && sed 's/^/#   /' "$1" | head -${2:-40}; return 0; }
+# step NAME CMD...: CMD's exit status decides; its stderr is shown on failure
+step() {
+	local name=$1 rc=0
+	shift
+	"$@" >/tmp/step.out 2>/tmp/step.err || rc=$?
+	if [ $rc = 0 ]; then pass "$name"; else fail "$name" "exit $rc: $*"; showerr /tmp/step.err; fi
+	return $rc
+}
+within() { awk -v w="$1" -v g="$2" -v t="$3" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(g != "" && d <= t) }'; }
+# leaf_shares DECODED: "burn_50 burn_30 burn_20" shares (%) among the burn leaves, samples weight
+leaf_shares() {
+	awk '$1 == "stack" { split($5, v, ","); k = split($6, fr, ";"); leaf = fr[k]
+		if (leaf ~ /^burn_(50|30|20)$/) { w[leaf] += v[1]; b += v[1] } t += v[1] }
+		END { if (b == 0) b = 1; if (t == 0) t = 1
+			printf "%.1f %.1f %.1f %.1f\n", 100 * w["burn_50"] / b, 100 * w["burn_30"] / b,
+				100 * w["burn_20"] / b, 100 * b / t }' "$1"
+}
+wait_pins() {
+	local i=0
+	while [ $i -lt 1200 ]; do
+		[ -e $DIR/oncpu_active ] && return 0
+		kill -0 $DAEMON 2>/dev/null || return 1
+		sleep 0.1; i=$((i + 1))
+	done
+	return 1
+}
+
+echo "APERTURE-SMOKE-BEGIN"
+diag "kernel: $(uname -r)"
+diag "mode: $MODE"
+diag "cmdline: $(cat /proc/cmdline)"
+diag "lockdown: $(cat /sys/kernel/security/lockdown 2>/dev/null || echo 'no securityfs/lockdown file')"
+diag "lsm: $(cat /sys/kernel/security/lsm 2>/dev/null)"
+diag "bpffs mounted before aperture: $(grep -c ' /sys/fs/bpf ' /proc/mounts)"
+diag "cpus: $(grep -c ^processor /proc/cpuinfo), mem: $(awk '/MemTotal/ { print $2 " kB" }' /proc/meminfo)"
+
+step "aperture --version" aperture --version && diag "$(cat /tmp/step.out)"
+if [ -s /sys/kernel/btf/vmlinux ]; then
+	pass "kernel BTF at /sys/kernel/btf/vmlinux"
+	diag "BTF: $(stat -c %s /sys/kernel/btf/vmlinux) bytes"
+else
+	fail "kernel BTF at /sys/kernel/btf/vmlinux"
+fi
+step "aperture doctor" aperture doctor
+sed 's/^/#   doctor: /' /tmp/step.out | head -60
+ITER="doctor --json did not say"
+if step "aperture doctor --json" aperture doctor --json; then
+	head -c 1 /tmp/step.out | grep -q '{' || diag "doctor --json output does not start with {"
+	# whether pinned map iterators (DIR/NAME_folded) should work on this kernel
+	grep -q '"pinned_iterators": *{"ok": *true' /tmp/step.out && ITER=yes
+	grep -q '"pinned_iterators": *{"ok": *false' /tmp/step.out && ITER="doctor: $(grep -o '"pinned_iterators": *{[^}]*}' /tmp/step.out)"
+fi
+
+# On-CPU: cpuburn's leaf shares are 50/30/20 % (tests/bpf/10-oncpu.t).
+cpuburn 600 >/dev/null &
+BURN=$!
+sleep 0.5
+if step "record on-CPU -d 3 -p cpuburn" aperture record $V -d 3 -p $BURN -o /tmp/on.pb.gz -o /tmp/on.folded; then
+	grep '^aperture: ' /tmp/step.err | sed 's/^/#   /'
+	if pprof_decode /tmp/on.pb.gz >/tmp/on.dec 2>/tmp/on.dec.err && [ "$(awk '$1 == "samples" { print $2 }' /tmp/on.dec)" -gt 0 ]; then
+		pass "on-CPU pprof decodes, has samples"
+		diag "$(grep -E '^(samples|type|period) ' /tmp/on.dec | tr '\n' ' ')"
+		set -- $(leaf_shares /tmp/on.dec)
+		diag "shares among burn leaves: burn_50 $1% burn_30 $2% burn_20 $3%; burn leaves are $4% of samples"
+		within 50 "$1" 15 && pass "on-CPU burn_50 share ~50% (+-15)" || fail "on-CPU burn_50 share ~50% (+-15)" "got $1"
+		within 30 "$2" 15 && pass "on-CPU burn_30 share ~30% (+-15)" || fail "on-CPU burn_30 share ~30% (+-15)" "got $2"
+		within 20 "$3" 15 && pass "on-CPU burn_20 share ~20% (+-15)" || fail "on-CPU burn_20 share ~20% (+-15)" "got $3"
+	else
+		fail "on-CPU pprof decodes, has samples"; showerr /tmp/on.dec.err
+		for s in 50 30 20; do skip "on-CPU burn_$s share" "no profile"; done
+	fi
+	kf=$(grep -o '[^;]*_\[k\]' /tmp/on.folded | sort | uniq -c | sort -rn)
+	diag "kernel frames in on.folded: $(echo "$kf" | awk '{ n += $1 } END { print n + 0 }'), hex/unknown: $(echo "$kf" | awk '$2 ~ /^(0x|\[unknown)/ { n += $1 } END { print n + 0 }'), e.g. $(echo "$kf" | head -3 | awk '{ printf "%s ", $2 }')"
+	if grep -q ';burn_50 [0-9]*$' /tmp/on.folded; then pass "on-CPU folded has burn_50 leaves"
+	else fail "on-CPU folded has burn_50 leaves"; head -5 /tmp/on.folded | sed 's/^/#   /'; fi
+else
+	skip "on-CPU pprof decodes, has samples" "record failed"
+	for s in 50 30 20; do skip "on-CPU burn_$s share" "record failed"; done
+	skip "on-CPU folded has burn_50 leaves" "record failed"
+fi
+
+# Off-CPU: sleeper's four threads sleep in sleep_50ms.
+sleeper 600 >/dev/null &
+SLEEPER=$!
+sleep 0.5
+if step "record off-CPU -d 3 -p sleeper" aperture record $V --offcpu -d 3 -p $SLEEPER -o /tmp/off.pb.gz -o /tmp/off.folded; then
+	grep '^aperture: ' /tmp/step.err | sed 's/^/#   /'
+	if pprof_decode /tmp/off.pb.gz >/tmp/off.dec 2>/tmp/off.dec.err; then
+		tot=$(awk '$1 == "type" && $2 == "offcpu" { print $5 }' /tmp/off.dec)
+		sl=$(awk '$1 == "stack" && $6 ~ /(^|;)sleep_50ms(;|$)/ { split($5, v, ","); t += v[2] } END { printf "%.0f\n", t }' /tmp/off.dec)
+		diag "off-CPU total ${tot:-?} ns (4 threads x 3 s = 12e9 at most), through sleep_50ms: $sl ns"
+		[ "${tot:-0}" != 0 ] && pass "off-CPU total is nonzero" || fail "off-CPU total is nonzero" "got '${tot:-}'"
+		[ "$sl" != 0 ] && pass "off-CPU stacks through sleep_50ms" || fail "off-CPU stacks through sleep_50ms"
+	else
+		fail "off-CPU total is nonzero" "pprof_decode failed"; showerr /tmp/off.dec.err
+		skip "off-CPU stacks through sleep_50ms" "no profile"
+	fi
+else
+	skip "off-CPU total is nonzero" "record failed"
+	skip "off-CPU stacks through sleep_50ms" "record failed"
+fi
+kill $SLEEPER 2>/dev/null
+
+# The pinned daemon: pins, kill -9, restart takes over, dump, iterator, unpin.
+aperture run $V --pin $DIR 2>/tmp/run1.err &
+DAEMON=$!
+if wait_pins; then
+	pass "run --pin pins its maps"
+	diag "pins: $(ls $DIR | tr '\n' ' ')"
+	sleep 2
+	kill -9 $DAEMON; wait $DAEMON 2>/dev/null
+	aperture run $V --pin $DIR 2>/tmp/run2.err &
+	DAEMON=$!
+	grep -v '^libbpf: ' /tmp/run1.err | sed 's/^/#   first start: /' | head -10
+	if wait_pins && sleep 1 && grep -q 'took over' /tmp/run2.err; then
+		pass "run --pin after kill -9 takes over"
+		grep 'took over' /tmp/run2.err | sed 's/^/#   /'
+	else
+		fail "run --pin after kill -9 takes over"; showerr /tmp/run2.err
+	fi
+	step "aperture dump --pin DIR oncpu" aperture dump --pin $DIR oncpu && {
+		diag "dump: $(wc -l </tmp/step.out) lines"; grep -q cpuburn /tmp/step.out ||
+			diag "dump has no cpuburn line"; }
+	if [ -e $DIR/oncpu_folded ]; then
+		if cat $DIR/oncpu_folded >/tmp/iter.folded 2>/tmp/iter.err && grep -q '^cpuburn;' /tmp/iter.folded; then
+			pass "cat DIR/oncpu_folded has cpuburn stacks"
+			diag "iterator: e.g. $(grep '^cpuburn;.*_\[k\]' /tmp/iter.folded | head -1 | cut -c1-160)"
+			diag "iterator: $(wc -l </tmp/iter.folded) lines, cpuburn samples $(awk -F';' '$1 == "cpuburn" { n = split($NF, a, " "); t += a[n] } END { print t + 0 }' /tmp/iter.folded)"
+		else
+			fail "cat DIR/oncpu_folded has cpuburn stacks"; showerr /tmp/iter.err; head -3 /tmp/iter.folded | sed 's/^/#   /'
+		fi
+	elif [ "$ITER" = yes ]; then
+		fail "cat DIR/oncpu_folded has cpuburn stacks" "doctor says pinned iterators work here, but oncpu_folded was not pinned"
+		grep -iE 'warn|iter' /tmp/run1.err /tmp/run2.err | grep -v 'libbpf: \(map\|sec\|elf\)' | head -20 | sed 's/^/#   /'
+	else
+		skip "cat DIR/oncpu_folded has cpuburn stacks" "oncpu_folded not pinned ($ITER)"
+	fi
+	kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null
+else
+	fail "run --pin pins its maps"; showerr /tmp/run1.err ${V:+100000}
+	kill -9 $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null
+	skip "run --pin after kill -9 takes over" "no pins"
+	skip "aperture dump --pin DIR oncpu" "no pins"
+	skip "cat DIR/oncpu_folded has cpuburn stacks" "no pins"
+fi
+if step "run --unpin --pin DIR" aperture run --unpin --pin $DIR; then
+	[ ! -e $DIR ] && pass "unpin removed DIR" || fail "unpin removed DIR" "$(ls $DIR | tr '\n' ' ')"
+else
+	skip "unpin removed DIR" "--unpin failed"
+fi
+kill $BURN 2>/dev/null
+
+echo "1..$n"
+diag "guest time: $(awk -v a="$T0" '{ printf "%.0f s since /init, %.0f s since boot\n", $1 - a, $1 }' /proc/uptime)"
+# what the kernel said while the steps ran (the boot's own lockdown lines are swapper's)
+if dmesg | grep -E '[Bb][Pp][Ff]|[Ll]ockdown|BUG:|WARNING:' | grep -qv 'swapper\|Tracing disabled\|due to lockdown\|command line'; then
+	diag "dmesg (bpf/lockdown/BUG/WARNING lines):"
+	dmesg | grep -E '[Bb][Pp][Ff]|[Ll]ockdown|BUG:|WARNING:' | grep -v 'swapper\|Tracing disabled\|due to lockdown\|command line' |
+		sort -k3 | uniq -c -f2 | sort -k2 -n | head -20 | sed 's/^/#   /'
+fi
+echo "APERTURE-SMOKE-END"
+sync
+poweroff -f
+sleep 10
+reboot -f
+GUEST
+chmod +x "$ROOT/init"
+INITRD="$KDIR/initramfs.cpio.gz"
+(cd "$ROOT" && find . -print0 | cpio --null -o -H newc --quiet -R 0:0) | gzip -1 >"$INITRD"
+say "initramfs: $(stat -c %s "$INITRD") bytes ($APERTURE: $(stat -c %s "$APERTURE") bytes)"
+
+# --- boot -----------------------------------------------------------------------------------
+boot() {	# boot VMLINUZ MODE LOG
+	local extra="aperture.mode=$2"
+	[ "$2" = lockdown ] && extra="$extra lockdown=confidentiality"
+	[ "$2" = integrity ] && extra="$extra lockdown=integrity"
+	[ "$VERBOSE" = 1 ] && extra="$extra aperture.verbose=1"
+	timeout -k 10 "$BOOT_TIMEOUT" nice -n 19 qemu-system-x86_64 \
+		-nographic -no-reboot -m "$QEMU_MEM" -smp "$QEMU_SMP" -accel tcg -cpu max \
+		-nic none \
+		-kernel "$1" -initrd "$INITRD" \
+		-append "console=ttyS0 panic=-1 quiet loglevel=4 $extra" </dev/null >"$3" 2>&1
+}
+
+RESULTS="$KDIR/results.md"
+summary=()	# one "release|mode|secs|status|file" per boot
+status=0
+for img in "${images[@]}"; do
+	for mode in ${MODES//,/ }; do
+		case $mode in normal|lockdown|integrity) ;; *) die "unknown mode $mode" ;; esac
+		tag=$(basename "$img" | sed 's/^vmlinuz-//')
+		log="$KDIR/logs/$tag.$mode.log"
+		say "booting $tag ($mode), log $log"
+		t0=$(date +%s)
+		rc=0
+		boot "$img" "$mode" "$log" || rc=$?
+		secs=$(( $(date +%s) - t0 ))
+		# no CRs, no terminal escapes (seabios and qemu print some)
+		sed 's/\r//g; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' "$log" >"$log.tmp" && mv "$log.tmp" "$log"
+		rel=$(sed -n 's/^# kernel: //p' "$log" | head -1)
+		st=done
+		grep -q '^APERTURE-SMOKE-END' "$log" || { st="incomplete (qemu exit $rc)"; status=1; }
+		grep -q '^not ok ' "$log" && status=1
+		summary+=("${rel:-$tag}|$mode|$secs|$st|$log")
+		say "$tag ($mode): $st in $secs s: $(grep -c '^ok ' "$log" || true) ok, $(grep -c '^not ok ' "$log" || true) not ok"
+	done
+done
+
+# --- the table: one row per step, one column per boot ---------------------------------------
+{
+	echo "## aperture smoke test on other kernels ($(date -u +%Y-%m-%d), $("$APERTURE" --version 2>/dev/null | head -1))"
+	echo
+	printf '| step |'; for s in "${summary[@]}"; do IFS='|' read -r rel mode _ _ _ <<<"$s"; printf ' %s %s |' "$rel" "$mode"; done; echo
+	printf '|---|'; for s in "${summary[@]}"; do printf -- '---|'; done; echo
+	# every step name seen in any log, in first-seen order
+	steps=$(for s in "${summary[@]}"; do IFS='|' read -r _ _ _ _ log <<<"$s"
+		sed -nE 's/^(not )?ok [0-9]+ - //p' "$log" | sed 's/ # SKIP.*//'; done | awk '!seen[$0]++')
+	while IFS= read -r step; do
+		[ -n "$step" ] || continue
+		printf '| %s |' "$step"
+		for s in "${summary[@]}"; do
+			IFS='|' read -r _ _ _ _ log <<<"$s"
+			line=$(grep -E "^(not )?ok [0-9]+ - " "$log" | awk -v s="$step" '{ l = $0; sub(/^(not )?ok [0-9]+ - /, "", l); t = l; sub(/ # SKIP.*/, "", t); if (t == s) { print $0; exit } }')
+			case $line in
+			"") printf ' - |' ;;
+			"not ok"*) printf ' **FAIL** |' ;;
+			*"# SKIP"*) printf ' skip |' ;;
+			*) printf ' pass |' ;;
+			esac
+		done
+		echo
+	done <<<"$steps"
+	printf '| boot (wall time) |'; for s in "${summary[@]}"; do IFS='|' read -r _ _ secs st _ <<<"$s"; printf ' %s, %s s |' "$st" "$secs"; done; echo
+	echo
+	for s in "${summary[@]}"; do
+		IFS='|' read -r rel mode secs st log <<<"$s"
+		echo "### $rel, $mode boot"
+		echo
+		echo '```'
+		sed -n '/APERTURE-SMOKE-BEGIN/,/^APERTURE-SMOKE-END/p' "$log" | grep -v 'APERTURE-SMOKE-\|^# cmdline' | head -150 || true
+		grep -q 'APERTURE-SMOKE-BEGIN' "$log" || tail -40 "$log"
+		echo '```'
+		echo
+	done
+} >"$RESULTS"
+cat "$RESULTS"
+say "results in $RESULTS"
+exit $status
