@@ -20,15 +20,16 @@
 # logs in build/kernels/logs/.  Exit status 1 when a step failed or a boot did not finish.
 #
 # Options:
-#   --deps            only install what this needs (qemu-system-x86 busybox-static cpio
+#   --deps            only install what this needs (qemu-system-x86 busybox-static cpio file gcc
 #                     protobuf-c-compiler libprotobuf-c-dev zlib1g-dev), then exit
 #   --no-lockdown     boot each kernel normally only
-#   --modes LIST      comma-separated boot modes (default normal,lockdown,integrity):
-#                     normal; lockdown: lockdown=confidentiality; integrity: lockdown=integrity
-#                     (what Debian's kernels do under UEFI Secure Boot, and what this host runs)
+#   --modes LIST      comma-separated boot modes (default normal,confidentiality,integrity):
+#                     normal; confidentiality (or lockdown): lockdown=confidentiality;
+#                     integrity: lockdown=integrity (what Debian's kernels do under UEFI Secure
+#                     Boot, and what this host runs)
 # Environment:
-#   APERTURE          the static binary under test (default ./aperture)
-#   KERNELS_DIR       cache and output directory (default build/kernels)
+#   APERTURE          the static binary under test (default: aperture at the top of the tree)
+#   KERNELS_DIR       cache and output directory (default: build/kernels in the tree)
 #   BOOT_TIMEOUT      seconds before a boot is killed (default 900)
 #   QEMU_MEM QEMU_SMP guest memory (MiB, default 1024) and CPUs (default 2)
 #   VERBOSE=1         record/run with -vv in the guest (libbpf and verifier logs on failure)
@@ -36,15 +37,15 @@
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$TOP"
-APERTURE=${APERTURE:-./aperture}
-KDIR=${KERNELS_DIR:-build/kernels}
+# paths given relative to where we were started; the defaults are in the tree
+APERTURE=$(realpath -m "${APERTURE:-$TOP/aperture}")
+KDIR=$(realpath -m "${KERNELS_DIR:-$TOP/build/kernels}")
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-900}
 QEMU_MEM=${QEMU_MEM:-1024}
 QEMU_SMP=${QEMU_SMP:-2}
 VERBOSE=${VERBOSE:-0}
-MODES=normal,lockdown,integrity
-PKGS="qemu-system-x86 busybox-static cpio protobuf-c-compiler libprotobuf-c-dev zlib1g-dev"
+MODES=normal,confidentiality,integrity
+PKGS="qemu-system-x86 busybox-static cpio file gcc protobuf-c-compiler libprotobuf-c-dev zlib1g-dev"
 
 say() { printf 'test-kernels: %s\n' "$*" >&2; }
 die() { say "$*"; exit 2; }
@@ -70,7 +71,7 @@ while [ $# -gt 0 ]; do
 	--no-lockdown) MODES=normal ;;
 	--modes) MODES=$2; shift ;;
 	--modes=*) MODES=${1#--modes=} ;;
-	-h|--help) sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option $1 (--help)" ;;
 	linux-image-*) [ -f "$1" ] && images+=("$(realpath "$1")") || pkgs+=("$1") ;;
 	*) [ -f "$1" ] || die "$1: no such kernel image"; images+=("$(realpath "$1")") ;;
@@ -78,6 +79,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
+cd "$TOP"
 install_deps
 mkdir -p "$KDIR/bin" "$KDIR/logs"
 [ -x "$APERTURE" ] || die "$APERTURE is not built (make aperture), or set APERTURE"
@@ -345,8 +347,7 @@ say "initramfs: $(stat -c %s "$INITRD") bytes ($APERTURE: $(stat -c %s "$APERTUR
 # --- boot -----------------------------------------------------------------------------------
 boot() {	# boot VMLINUZ MODE LOG
 	local extra="aperture.mode=$2"
-	[ "$2" = lockdown ] && extra="$extra lockdown=confidentiality"
-	[ "$2" = integrity ] && extra="$extra lockdown=integrity"
+	[ "$2" = normal ] || extra="$extra lockdown=$2"
 	[ "$VERBOSE" = 1 ] && extra="$extra aperture.verbose=1"
 	timeout -k 10 "$BOOT_TIMEOUT" nice -n 19 qemu-system-x86_64 \
 		-nographic -no-reboot -m "$QEMU_MEM" -smp "$QEMU_SMP" -accel tcg -cpu max \
@@ -360,7 +361,7 @@ summary=()	# one "release|mode|secs|status|file" per boot
 status=0
 for img in "${images[@]}"; do
 	for mode in ${MODES//,/ }; do
-		case $mode in normal|lockdown|integrity) ;; *) die "unknown mode $mode" ;; esac
+		case $mode in normal|confidentiality|integrity) ;; lockdown) mode=confidentiality ;; *) die "unknown mode $mode" ;; esac
 		tag=$(basename "$img" | sed 's/^vmlinuz-//')
 		log="$KDIR/logs/$tag.$mode.log"
 		say "booting $tag ($mode), log $log"
@@ -371,7 +372,7 @@ for img in "${images[@]}"; do
 		# no CRs, no terminal escapes (seabios and qemu print some)
 		sed 's/\r//g; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' "$log" >"$log.tmp" && mv "$log.tmp" "$log"
 		rel=$(sed -n 's/^# kernel: //p' "$log" | head -1)
-		st=done
+		st="done"
 		grep -q '^APERTURE-SMOKE-END' "$log" || { st="incomplete (qemu exit $rc)"; status=1; }
 		grep -q '^not ok ' "$log" && status=1
 		summary+=("${rel:-$tag}|$mode|$secs|$st|$log")
@@ -383,7 +384,8 @@ done
 {
 	echo "## aperture smoke test on other kernels ($(date -u +%Y-%m-%d), $("$APERTURE" --version 2>/dev/null | head -1))"
 	echo
-	printf '| step |'; for s in "${summary[@]}"; do IFS='|' read -r rel mode _ _ _ <<<"$s"; printf ' %s %s |' "$rel" "$mode"; done; echo
+	printf '| step |'; for s in "${summary[@]}"; do IFS='|' read -r rel mode _ _ _ <<<"$s"
+		[ "$mode" = normal ] || mode="lockdown=$mode"; printf ' %s %s |' "$rel" "$mode"; done; echo
 	printf '|---|'; for s in "${summary[@]}"; do printf -- '---|'; done; echo
 	# every step name seen in any log, in first-seen order
 	steps=$(for s in "${summary[@]}"; do IFS='|' read -r _ _ _ _ log <<<"$s"
@@ -407,6 +409,7 @@ done
 	echo
 	for s in "${summary[@]}"; do
 		IFS='|' read -r rel mode secs st log <<<"$s"
+		[ "$mode" = normal ] || mode="lockdown=$mode"
 		echo "### $rel, $mode boot"
 		echo
 		echo '```'
