@@ -75,10 +75,16 @@ static __always_inline bool print_stack(struct seq_file *seq, const struct sampl
 static __always_inline int folded_line(struct bpf_iter__bpf_map_elem *ctx, const __u64 *weight)
 {
 	struct seq_file *seq = ctx->meta->seq;
+	/*
+	 * Each load of ctx->key is a new maybe-NULL pointer to the verifier: load
+	 * it once, or the second load is unchecked (6.1 and 6.12 refuse it:
+	 * "R1 invalid mem access 'rdonly_buf_or_null'").
+	 */
+	const struct sample_key *key = ctx->key;
 
-	if (!ctx->key || !weight)
+	if (!key || !weight)
 		return 0;
-	if (print_stack(seq, ctx->key))
+	if (print_stack(seq, key))
 		BPF_SEQ_PRINTF(seq, " %llu\n", *weight);
 	return 0;
 }
