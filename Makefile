@@ -32,7 +32,7 @@ LDLIBS     := -Wl,--start-group -lbpf -lnghttp2 -lprotobuf-nanopb -ldw -lelf -lz
 .DELETE_ON_ERROR:
 # Generated sources and skeletons are kept (no intermediate-file deletion).
 .SECONDARY:
-.PHONY: all deps run test test-unit bench clean vmlinux size
+.PHONY: all deps run test test-unit test-kernels bench clean vmlinux size
 
 all: aperture
 
@@ -80,6 +80,14 @@ run: deps aperture
 test: deps aperture
 	@$(MAKE) -s -C tests
 	prove -r --exec bash tests/
+
+# Not part of `make test` (qemu TCG, about 20 s a boot): boots each kernel (default: Debian
+# bookworm's newest 6.1 cloud kernel; KERNELS="vmlinuz-or-linux-image-package ...") normally and
+# with lockdown=confidentiality / lockdown=integrity, runs a smoke subset of the static binary,
+# prints a table and writes build/kernels/results.md; exit 1 if a step failed.
+test-kernels: deps aperture
+	@bash tools/deps.sh --kernels
+	bash tools/test-kernels.sh $(KERNELS)
 
 bench: aperture
 	@bash tools/deps.sh --bench

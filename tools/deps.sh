@@ -3,13 +3,15 @@
 # Idempotent: quiet and fast when everything is already there.
 set -euo pipefail
 BUILD="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev liblzma-dev libbz2-dev libzstd-dev
-       libnghttp2-dev nanopb libnanopb-dev protobuf-compiler make gcc pkg-config"
+       libnghttp2-dev nanopb libnanopb-dev protobuf-compiler make gcc pkg-config file"
 TEST="libprotobuf-c-dev protobuf-c-compiler golang-go libxml2-utils procps
       python3-grpcio python3-protobuf elfutils binutils util-linux valgrind xz-utils
       golang-github-google-pprof-dev iproute2"
 BENCH="linux-perf bpftrace libbpf-tools time jq"
+KERNELS="qemu-system-x86 busybox-static cpio"
 want="$BUILD $TEST"
 [ "${1:-}" = "--bench" ] && want="$want $BENCH"
+[ "${1:-}" = "--kernels" ] && want="$want $KERNELS"
 missing=()
 for p in $want; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing+=("$p")
