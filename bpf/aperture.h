@@ -15,7 +15,7 @@
  * Bump when any map's key/value layout or the control struct changes: a daemon
  * that finds pinned maps of another version refuses to mix them.
  */
-#define APERTURE_LAYOUT_VERSION 2
+#define APERTURE_LAYOUT_VERSION 3
 
 /* perf_event_max_stack's default; a stack value is depth * 8 bytes. */
 #define APERTURE_MAX_DEPTH 127
@@ -41,20 +41,28 @@ struct aperture_stack {
  */
 #define APERTURE_STACK_LOST (~0ULL)
 
-/* Aggregation key shared by the on-CPU and off-CPU profilers. */
+/* Aggregation key of every profiler. */
 struct sample_key {
 	__u32 tgid;
 	__u32 pid;
 	__u64 user_stack_id;	/* 0: none (kernel-only mode or error) */
 	__u64 kernel_stack_id;	/* 0: none (user-only mode or error) */
+	__u64 object;		/* what a kind aggregates on besides the stack (a lock
+				 * address, a syscall number); 0 for on/off-CPU */
 	char comm[APERTURE_COMM_LEN];
 };
 
-/* Bit numbers in control.enabled; one per profiler. */
+/* Counts values carry at most this many u64s (count, total, max, ...). */
+#define APERTURE_MAX_VALUES 4
+
+/*
+ * Bit numbers in control.enabled and target_pids values: a stable id per
+ * profiler, part of the pinned layout (user/X.c sets ops.id to it).
+ */
 enum profiler_id {
 	PROFILER_ONCPU = 0,
 	PROFILER_OFFCPU = 1,
-	PROFILER_MAX,
+	PROFILER_MAX = 8,	/* target_pids values are one byte */
 };
 
 /* Which stacks to take. */
@@ -64,17 +72,12 @@ enum stack_mode {
 	STACK_MODE_KERNEL = 2,	/* -K */
 };
 
-/* Task states an off-CPU switch may be counted in (bits of control.state_mask). */
-enum offcpu_state {
-	BLOCK_STATE_RUNNING = 1 << 0,		/* preempted while runnable */
-	BLOCK_STATE_INTERRUPTIBLE = 1 << 1,	/* TASK_INTERRUPTIBLE (S) */
-	BLOCK_STATE_UNINTERRUPTIBLE = 1 << 2,	/* TASK_UNINTERRUPTIBLE (D) */
-};
-
 /*
  * The control struct: one element of an ARRAY map, read by the BPF programs on
  * every event, so that writing it (from the loader or with bpftool) changes
- * behaviour live.
+ * behaviour live.  Only what every profiler shares: a kind's own settings
+ * live in its NAME_config map (bpf/X.h), so that adding a kind never changes
+ * this layout.
  */
 struct aperture_control {
 	__u32 layout_version;
@@ -82,38 +85,31 @@ struct aperture_control {
 	__u32 filter_pids;	/* 1: only tgids whose target_pids bits name the profiler */
 	__u32 stack_mode;	/* enum stack_mode */
 	__u64 cgroup_id;	/* 0: any cgroup */
-	__u32 include_idle;	/* on-CPU: count the idle task (pid 0) */
-	__u32 state_mask;	/* off-CPU: enum offcpu_state bits */
-	__u64 min_block_ns;	/* off-CPU: shorter blocks are ignored */
-	__u64 max_block_ns;	/* off-CPU: longer blocks are ignored (0: no limit) */
 	__u32 keep_totals;	/* also add every event to the never-drained totals map */
 	__u32 pad;
 };
 
-/* Loss and activity counters, one per-CPU array slot each. */
+/*
+ * Loss and activity counters, one per-CPU array slot each: X(id, what a
+ * person reads), so that names and sums come from this one list.  LOSS: the
+ * event (or its stack) was dropped.
+ */
+#define APERTURE_STATS(X, LOSS)							\
+	X(STAT_EVENTS, "events")		/* events that passed the filters */	\
+	X(STAT_USTACK_FAULT, "user stack unavailable")	/* walk failed: no user stack */ \
+	X(STAT_KSTACK_FAULT, "kernel stack unavailable")				\
+	LOSS(STAT_STACKS_FULL, "stacks map full")	/* stack dropped */		\
+	LOSS(STAT_STACKS_NOMEM, "stack allocation failed")				\
+	LOSS(STAT_COUNTS_FULL, "counts map full")	/* sample dropped */		\
+	LOSS(STAT_START_FULL, "start slot unavailable")	/* a kind's begin record lost */ \
+	X(STAT_EVENTS_LOST, "notifications lost")	/* ring buffer full */		\
+	LOSS(STAT_NO_COUNTS_MAP, "no counts map")	/* never expected */		\
+	LOSS(STAT_OTHER, "other errors")
+
+#define APERTURE_STAT_ENUM(id, what) id,
 enum aperture_stat {
-	STAT_EVENTS,		/* events that passed the filters */
-	STAT_USTACK_FAULT,	/* user stack walk failed (-EFAULT etc.) */
-	STAT_KSTACK_FAULT,	/* kernel stack walk failed */
-	STAT_STACKS_FULL,	/* stacks map full: stack dropped */
-	STAT_STACKS_NOMEM,	/* stacks map element allocation failed: stack dropped */
-	STAT_COUNTS_FULL,	/* aggregation map full: sample dropped */
-	STAT_START_FULL,	/* off-CPU: start map full: switch dropped */
-	STAT_EVENTS_LOST,	/* ring buffer full: a notification to user space dropped */
-	STAT_NO_COUNTS_MAP,	/* active generation map missing (never expected) */
-	STAT_OTHER,		/* any other error */
+	APERTURE_STATS(APERTURE_STAT_ENUM, APERTURE_STAT_ENUM)
 	STAT_MAX,
-};
-
-/* Value of the on-CPU counts map. */
-struct oncpu_value {
-	__u64 samples;
-};
-
-/* Value of the off-CPU counts map: what EBPFOffCPUProfiling carries. */
-struct offcpu_value {
-	__u64 switch_count;
-	__u64 offcpu_ns;
 };
 
 /* Notifications to user space through the `events` ring buffer. */
@@ -125,5 +121,11 @@ struct aperture_event {
 	__u32 type;		/* enum aperture_event_type */
 	__u32 tgid;
 };
+
+/* User space and the BPF programs must agree on these to the byte. */
+_Static_assert(sizeof(struct sample_key) == 48, "sample_key layout");
+_Static_assert(sizeof(struct aperture_control) == 32, "aperture_control layout");
+_Static_assert(sizeof(struct aperture_stack) == 8 + 8 * APERTURE_MAX_DEPTH, "aperture_stack layout");
+_Static_assert(sizeof(struct aperture_event) == 8, "aperture_event layout");
 
 #endif /* APERTURE_H */

@@ -6,8 +6,8 @@
  *   comm;0xUSER_ROOT;...;0xUSER_LEAF;kfunc_ROOT_[k];...;kfunc_LEAF_[k] VALUE
  *
  * Kernel frames are symbolized here with %ps; user frames stay hex (the
- * kernel has no user symbols).  Each program is attached to one profiler's
- * totals map and reads that profiler's stacks map (fd reused by the loader).
+ * kernel has no user symbols).  The loader attaches one instance of `folded`
+ * to each profiler's totals map, reusing that profiler's stacks map.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -71,39 +71,26 @@ static __always_inline bool print_stack(struct seq_file *seq, const struct sampl
 	return true;
 }
 
-/* One folded line for the map element in @ctx, weighted by *@weight. */
-static __always_inline int folded_line(struct bpf_iter__bpf_map_elem *ctx, const __u64 *weight)
+/* Which u64 of the counts value weighs a line: the profiler's folded_raw, set before load. */
+const volatile __u32 weight_index = 0;
+
+/* One folded line per totals entry, for every profiler: the value is a row of u64s. */
+SEC("iter/bpf_map_elem")
+int folded(struct bpf_iter__bpf_map_elem *ctx)
 {
 	struct seq_file *seq = ctx->meta->seq;
 	/*
 	 * Each load of ctx->key is a new maybe-NULL pointer to the verifier: load
-	 * it once, or the second load is unchecked (6.1 and 6.12 refuse it:
-	 * "R1 invalid mem access 'rdonly_buf_or_null'").
+	 * it once, or the second load is unchecked (6.1 and 6.12 refuse it).
 	 */
 	const struct sample_key *key = ctx->key;
+	__u64 *value = ctx->value;
 
-	if (!key || !weight)
+	if (!key || !value || weight_index >= APERTURE_MAX_VALUES)
 		return 0;
 	if (print_stack(seq, key))
-		BPF_SEQ_PRINTF(seq, " %llu\n", *weight);
+		BPF_SEQ_PRINTF(seq, " %llu\n", value[weight_index]);
 	return 0;
-}
-
-SEC("iter/bpf_map_elem")
-int oncpu_folded(struct bpf_iter__bpf_map_elem *ctx)
-{
-	struct oncpu_value *value = ctx->value;
-
-	return folded_line(ctx, value ? &value->samples : NULL);
-}
-
-/* Weighted by off-CPU nanoseconds, like the folded files aperture writes. */
-SEC("iter/bpf_map_elem")
-int offcpu_folded(struct bpf_iter__bpf_map_elem *ctx)
-{
-	struct offcpu_value *value = ctx->value;
-
-	return folded_line(ctx, value ? &value->offcpu_ns : NULL);
 }
 
 /*

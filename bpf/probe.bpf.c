@@ -5,19 +5,12 @@
  * nothing), so one refusal says exactly which feature is missing.  Each
  * program exercises its feature the way the real programs do: the
  * sched_switch probe reads the fourth argument (prev_state, 5.18+) as
- * offcpu.bpf.c does, the map-element iterator reads key and value.
+ * offcpu.bpf.c does.  (The map-element iterator probe loads the real
+ * iterator of iter.bpf.c.)
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-
-/* Walked by the map-element iterator probe. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} probe_array SEC(".maps");
 
 __u64 probe_hits;
 
@@ -57,10 +50,22 @@ int BPF_PROG(probe_sched_switch, bool preempt, struct task_struct *prev,
 	return prev_state != 0 && prev->pid != next->pid;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(probe_sched_process_exit, struct task_struct *task)
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} probe_task_store SEC(".maps");
+
+/* As offcpu.bpf.c keeps its switch-out time. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(probe_task_storage, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return task->pid != 0;
+	__u64 *slot = bpf_task_storage_get(&probe_task_store, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (slot)
+		*slot += 1;
+	return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
@@ -76,17 +81,6 @@ int probe_iter_task(struct bpf_iter__task *ctx)
 
 	if (task)
 		BPF_SEQ_PRINTF(ctx->meta->seq, "%d\n", task->pid);
-	return 0;
-}
-
-SEC("iter/bpf_map_elem")
-int probe_iter_map_elem(struct bpf_iter__bpf_map_elem *ctx)
-{
-	__u32 *key = ctx->key;
-	__u64 *value = ctx->value;
-
-	if (key && value)
-		BPF_SEQ_PRINTF(ctx->meta->seq, "%u %llu\n", *key, *value);
 	return 0;
 }
 

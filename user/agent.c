@@ -53,8 +53,7 @@ struct agent_opts {
 	uint64_t report_every;
 	uint64_t spool_bytes;
 	uint64_t duration_s;
-	uint64_t freq_hz;
-	uint64_t min_block_ns;
+	struct profiler_opts prof;	/* each profiler's own options (-F, --min-block-us, ...) */
 	const char *pin_dir;		/* NULL: profilers load per task, nothing pinned */
 };
 
@@ -67,11 +66,12 @@ struct agent_proc {
 };
 
 enum task_state { TASK_PENDING, TASK_RUNNING, TASK_DONE };
-enum { KIND_ONCPU, KIND_OFFCPU, NKINDS, KIND_NONE = -1 };
+/* A task's kind is the id of the profiler that serves it (an index into agent.prof). */
+#define KIND_NONE (-1)
 
 struct agent_task {
 	struct sw_task t;
-	int kind;			/* KIND_NONE: remembered only, never run */
+	int kind;			/* profiler id; KIND_NONE: remembered only, never run */
 	enum task_state state;
 	uint32_t *pids;
 	size_t npids;
@@ -110,7 +110,7 @@ struct agent {
 	size_t nprocs;
 	struct agent_task **tasks;
 	size_t ntasks;
-	struct agent_prof prof[NKINDS];
+	struct agent_prof prof[PROFILER_MAX];	/* by profiler id; ops NULL: no SkyWalking target */
 	struct profiler_shared shared;	/* --pin: one control map, one target set */
 	struct spool spool;
 	int64_t latest_update_ms;
@@ -531,12 +531,13 @@ static size_t task_pids(struct agent *a, const struct sw_task *t, uint32_t **out
 	return n;
 }
 
+/* The profiler that serves @t's TargetType, by its ops.skywalking_target. */
 static int task_kind(const struct sw_task *t)
 {
-	if (t->target == SW_TARGET_ON_CPU)
-		return KIND_ONCPU;
-	if (t->target == SW_TARGET_OFF_CPU)
-		return KIND_OFFCPU;
+	for (int i = 0; profilers[i]; i++)
+		if (profilers[i]->skywalking_target && t->target_name &&
+		    strcmp(profilers[i]->skywalking_target, t->target_name) == 0)
+			return profilers[i]->id;
 	return KIND_NONE;
 }
 
@@ -679,15 +680,11 @@ static void prof_close(struct agent_prof *ap)
 
 static int prof_open(struct agent *a, struct agent_prof *ap, uint32_t *pids, int npids)
 {
-	struct profiler_opts opts = {
-		.freq_hz = a->o.freq_hz,
-		.pids = pids,
-		.npids = npids,
-		.min_block_ns = a->o.min_block_ns,
-		.state_mask = BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE,
-	};
+	struct profiler_opts opts = a->o.prof;
 	int err;
 
+	opts.pids = pids;
+	opts.npids = npids;
 	ap->pids = pids;
 	ap->npids = npids;
 	err = profiler_open(&ap->p, ap->ops, &opts);
@@ -763,26 +760,23 @@ static void reconfigure_pinned(struct agent_prof *ap, uint32_t *want, int nwant)
 /* Loads (or takes over) both profilers pinned under --pin, idle until a task comes. */
 static int open_pinned(struct agent *a)
 {
-	struct profiler_opts opts = {
-		.freq_hz = a->o.freq_hz,
-		.min_block_ns = a->o.min_block_ns,
-		.state_mask = BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE,
-		.shared = &a->shared,
-		.keep_totals = true,
-		.targets_only = true,
-		.disabled = true,
-	};
-	const struct profiler_ops *ops[NKINDS];
-	struct profiler *profs[NKINDS];
-	int err;
+	struct profiler_opts opts = a->o.prof;
+	const struct profiler_ops *ops[PROFILER_MAX];
+	struct profiler *profs[PROFILER_MAX];
+	int err, n = 0;
 
-	for (int k = 0; k < NKINDS; k++)
-		ops[k] = a->prof[k].ops;
-	err = pin_start(a->o.pin_dir, ops, NKINDS, &opts, profs);
-	for (int k = 0; k < NKINDS && !err; k++) {
-		struct agent_prof *ap = &a->prof[k];
+	opts.shared = &a->shared;
+	opts.keep_totals = true;
+	opts.targets_only = true;
+	opts.disabled = true;
+	for (int k = 0; k < PROFILER_MAX; k++)
+		if (a->prof[k].ops)
+			ops[n++] = a->prof[k].ops;
+	err = pin_start(a->o.pin_dir, ops, n, &opts, profs);
+	for (int i = 0; i < n && !err; i++) {
+		struct agent_prof *ap = &a->prof[ops[i]->id];
 
-		ap->p = profs[k];
+		ap->p = profs[i];
 		/* A taken-over profiler still runs its last tasks' filter: reset it. */
 		err = profiler_set_pids(ap->p, NULL, 0);
 		profiler_watch_processes(ap->p, &ap->events, a->sym);	/* degrades, logged */
@@ -957,7 +951,7 @@ static void flush(struct agent *a)
 	struct sw_msgs batch = { 0 };
 	int64_t now = wall_ms();
 
-	for (int k = 0; k < NKINDS; k++)
+	for (int k = 0; k < PROFILER_MAX; k++)
 		if (a->prof[k].p)
 			flush_kind(a, k, now, &batch);
 	if (batch.n)
@@ -967,10 +961,10 @@ static void flush(struct agent *a)
 }
 
 /* The tests read this line: "task ID (TYPE) finished: COUNT ..." */
-static void log_task_end(const struct agent_task *t, const char *how)
+static void log_task_end(const struct agent *a, const struct agent_task *t, const char *how)
 {
 	log_info("task %s (%s) %s: %" PRIu64 " %s in %" PRIu64 " messages", t->t.task_id,
-		 t->t.target_name, how, t->count, t->kind == KIND_ONCPU ? "samples" : "switches",
+		 t->t.target_name, how, t->count, a->prof[t->kind].ops->value_types[0].type,
 		 t->messages);
 }
 
@@ -978,7 +972,7 @@ static void log_task_end(const struct agent_task *t, const char *how)
 static void tick_tasks(struct agent *a)
 {
 	int64_t now = wall_ms();
-	bool changed[NKINDS] = { false }, stopping = false;
+	bool changed[PROFILER_MAX] = { false }, stopping = false;
 	size_t i;
 
 	for (i = 0; i < a->ntasks; i++) {
@@ -1006,10 +1000,10 @@ static void tick_tasks(struct agent *a)
 				continue;
 			t->state = TASK_DONE;
 			changed[t->kind] = true;
-			log_task_end(t, "finished");
+			log_task_end(a, t, "finished");
 		}
 	}
-	for (int k = 0; k < NKINDS; k++)
+	for (int k = 0; k < PROFILER_MAX; k++)
 		if (changed[k])
 			reconfigure(a, k);
 }
@@ -1037,10 +1031,10 @@ static void prune_tasks(struct agent *a)
 enum {
 	OPT_OAP = 256, OPT_TOKEN_FILE, OPT_TOKEN, OPT_EXE, OPT_CGROUP, OPT_SERVICE, OPT_INSTANCE,
 	OPT_HEARTBEAT, OPT_TASK, OPT_FLUSH, OPT_REPORT_EVERY, OPT_SPOOL, OPT_DEADLINE,
-	OPT_RECONNECT, OPT_MIN_BLOCK, OPT_PIN,
+	OPT_RECONNECT, OPT_PIN,
 };
 
-static const struct option long_options[] = {
+static const struct option agent_options[] = {
 	{ "oap", required_argument, NULL, OPT_OAP },
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "token", required_argument, NULL, OPT_TOKEN },
@@ -1056,8 +1050,6 @@ static const struct option long_options[] = {
 	{ "spool-size", required_argument, NULL, OPT_SPOOL },
 	{ "deadline", required_argument, NULL, OPT_DEADLINE },
 	{ "reconnect-max", required_argument, NULL, OPT_RECONNECT },
-	{ "freq", required_argument, NULL, 'F' },
-	{ "min-block-us", required_argument, NULL, OPT_MIN_BLOCK },
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -1087,9 +1079,9 @@ static void usage(FILE *out)
 "      --spool-size BYTES     data kept while the OAP is unreachable (default 16M)\n"
 "      --deadline S           per-call deadline (default 10)\n"
 "      --reconnect-max S      reconnect backoff cap (default 30)\n\n"
-"Profiling:\n"
-"  -F, --freq HZ              on-CPU samples per second (default 99)\n"
-"      --min-block-us US      off-CPU: ignore shorter blocks (default 1)\n"
+"Profiling (each profiler's options, for the tasks it serves):\n");
+	cli_profiler_help(out, CLI_KIND_OPTIONS);
+	fprintf(out,
 "      --pin DIR              keep both profilers loaded and pinned under DIR (bpffs): the\n"
 "                             control map, target set, totals and iterators of `aperture run\n"
 "                             --pin` (see the README); they survive a restart, and a restarted\n"
@@ -1217,18 +1209,30 @@ static int check_args(struct agent_opts *o, const char *token_file)
 static int parse_args(struct agent_opts *o, int argc, char **argv)
 {
 	const char *token_file = NULL;
-	int c, n;
+	struct option long_options[64];
+	char shorts[32] = "+p:d:vh";
+	int c, n, nopts;
 
 	*o = (struct agent_opts){
 		.heartbeat_ms = 20000, .task_ms = 10000, .flush_ms = 5000, .deadline_ms = 10000,
-		.backoff_max_ms = 30000, .report_every = 10, .spool_bytes = 16u << 20, .freq_hz = 99,
-		.min_block_ns = 1000,
+		.backoff_max_ms = 30000, .report_every = 10, .spool_bytes = 16u << 20,
 	};
+	for (nopts = 0; agent_options[nopts].name; nopts++)
+		long_options[nopts] = agent_options[nopts];
+	long_options[nopts] = (struct option){ 0 };
+	if (!cli_profiler_getopt(CLI_KIND_OPTIONS, long_options, &nopts, 64, shorts, sizeof(shorts)))
+		return EXIT_RUNTIME;
+	cli_profiler_defaults(&o->prof);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:F:d:vh", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shorts, long_options, NULL)) != -1) {
 		bool ok = true;
 
+		n = cli_profiler_option(CLI_KIND_OPTIONS, c, optarg, &o->prof, NULL, 0);
+		if (n < 0)
+			return EXIT_USAGE;
+		if (n)
+			continue;
 		switch (c) {
 		case OPT_OAP: o->oap = optarg; break;
 		case OPT_PIN: o->pin_dir = optarg; break;
@@ -1259,11 +1263,6 @@ static int parse_args(struct agent_opts *o, int argc, char **argv)
 		case OPT_RECONNECT: ok = parse_seconds("--reconnect-max", optarg, &o->backoff_max_ms); break;
 		case OPT_REPORT_EVERY: ok = cli_parse_u64("--report-every", optarg, 1, 1000000, &o->report_every); break;
 		case OPT_SPOOL: ok = parse_size("--spool-size", optarg, &o->spool_bytes); break;
-		case 'F': ok = cli_parse_u64("-F", optarg, 1, 100000, &o->freq_hz); break;
-		case OPT_MIN_BLOCK:
-			ok = cli_parse_u64("--min-block-us", optarg, 0, UINT64_MAX / 1000, &o->min_block_ns);
-			o->min_block_ns *= 1000;
-			break;
 		case 'd': ok = cli_parse_u64("-d", optarg, 1, 365ull * 86400, &o->duration_s); break;
 		case 'v': log_verbose++; break;
 		case 'h': usage(stdout); return -1;
@@ -1278,6 +1277,8 @@ static int parse_args(struct agent_opts *o, int argc, char **argv)
 		log_error("run: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (!cli_profiler_check(&o->prof))
+		return EXIT_USAGE;
 	return check_args(o, token_file);
 }
 
@@ -1306,7 +1307,7 @@ static void host_identity(struct agent *a)
 
 static void consume_events(struct agent *a)
 {
-	for (int k = 0; k < NKINDS; k++)
+	for (int k = 0; k < PROFILER_MAX; k++)
 		if (a->prof[k].events)
 			ring_buffer__consume(a->prof[k].events);
 }
@@ -1377,7 +1378,7 @@ static void agent_shutdown(struct agent *a)
 		flush(a);	/* the last interval, and one more try for the spool */
 	for (size_t i = 0; i < a->ntasks; i++)
 		if (a->tasks[i]->state == TASK_RUNNING)
-			log_task_end(a->tasks[i], "interrupted");
+			log_task_end(a, a->tasks[i], "interrupted");
 	if (a->spool.head) {
 		size_t pending = 0;
 
@@ -1393,7 +1394,7 @@ static void agent_shutdown(struct agent *a)
 
 static void agent_free(struct agent *a)
 {
-	for (int k = 0; k < NKINDS; k++)
+	for (int k = 0; k < PROFILER_MAX; k++)
 		prof_close(&a->prof[k]);
 	if (a->o.pin_dir)
 		profiler_shared_close(&a->shared);
@@ -1415,15 +1416,18 @@ static void agent_free(struct agent *a)
 
 int agent_main(int argc, char **argv)
 {
-	struct agent a = { .shared = PROFILER_SHARED_INIT };
+	struct agent a = { 0 };
 	struct grpc_opts gopts = { 0 };
 	int err;
 
+	profiler_shared_init(&a.shared);
 	err = parse_args(&a.o, argc, argv);
 	if (err)
 		return err < 0 ? 0 : err;
-	a.prof[KIND_ONCPU].ops = &profiler_oncpu;
-	a.prof[KIND_OFFCPU].ops = &profiler_offcpu;
+	/* Every profiler that serves a SkyWalking TargetType. */
+	for (int i = 0; profilers[i]; i++)
+		if (profilers[i]->skywalking_target)
+			a.prof[profilers[i]->id].ops = profilers[i];
 	a.spool.limit = a.o.spool_bytes;
 	err = EXIT_RUNTIME;
 	if (!cli_check_environment())

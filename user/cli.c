@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -171,43 +172,135 @@ void cli_libbpf_logging(void)
 	libbpf_set_print(libbpf_log);
 }
 
-void cli_profiler_defaults(struct profiler_opts *o)
+/* Option codes: the common ones fixed, each profiler's from its id and position. */
+enum {
+	CLI_OPT_CGROUP = 200,
+	CLI_KIND_FLAG = 300,		/* + ops->id */
+	CLI_KIND_OPTION = 400,		/* + ops->id * CLI_KIND_OPTIONS_MAX + index */
+};
+#define CLI_KIND_OPTIONS_MAX 32
+
+static const struct option target_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "cgroup", required_argument, NULL, CLI_OPT_CGROUP },
+	{ "user-only", no_argument, NULL, 'U' },
+	{ "kernel-only", no_argument, NULL, 'K' },
+};
+
+static bool add_option(struct option *opts, int *n, int max, struct option entry)
 {
-	o->freq_hz = 99;
-	o->min_block_ns = 1000;
-	o->state_mask = BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE;
+	if (*n + 1 >= max)
+		return false;
+	opts[(*n)++] = entry;
+	opts[*n] = (struct option){ 0 };
+	return true;
 }
 
-static bool parse_state(const char *arg, uint32_t *mask)
+static bool add_short(char *shorts, size_t len, int letter, bool has_arg)
 {
-	static const struct { const char *name; uint32_t mask; } states[] = {
-		{ "blocked", BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE },
-		{ "interruptible", BLOCK_STATE_INTERRUPTIBLE },
-		{ "uninterruptible", BLOCK_STATE_UNINTERRUPTIBLE },
-		{ "all", BLOCK_STATE_RUNNING | BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE },
-	};
+	size_t used = strlen(shorts);
 
-	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
-		if (strcmp(arg, states[i].name) == 0) {
-			*mask = states[i].mask;
-			return true;
+	if (!letter)
+		return true;
+	if (used + 3 > len)
+		return false;
+	shorts[used++] = (char)letter;
+	if (has_arg)
+		shorts[used++] = ':';
+	shorts[used] = 0;
+	return true;
+}
+
+bool cli_profiler_getopt(unsigned groups, struct option *opts, int *n, int max, char *shorts,
+			 size_t shorts_len)
+{
+	bool ok = true;
+
+	for (size_t i = 0; (groups & CLI_TARGETS) && i < sizeof(target_options) / sizeof(target_options[0]); i++) {
+		ok = ok && add_option(opts, n, max, target_options[i]);
+		if (target_options[i].val < 128)
+			ok = ok && add_short(shorts, shorts_len, target_options[i].val, target_options[i].has_arg);
+	}
+	for (int k = 0; profilers[k]; k++) {
+		const struct profiler_ops *ops = profilers[k];
+
+		if (groups & CLI_KIND_FLAGS)
+			ok = ok && add_option(opts, n, max, (struct option){ ops->name, no_argument, NULL,
+									     CLI_KIND_FLAG + (int)ops->id });
+		for (int i = 0; (groups & CLI_KIND_OPTIONS) && ops->options && ops->options[i].name; i++) {
+			const struct profiler_option *po = &ops->options[i];
+
+			ok = ok && i < CLI_KIND_OPTIONS_MAX &&
+			     add_option(opts, n, max, (struct option){ po->name, po->arg ? required_argument : no_argument,
+								      NULL, CLI_KIND_OPTION + (int)ops->id * CLI_KIND_OPTIONS_MAX + i });
+			ok = ok && add_short(shorts, shorts_len, po->short_name, po->arg != NULL);
 		}
 	}
-	log_error("--state: '%s' is not one of blocked, interruptible, uninterruptible, all", arg);
-	return false;
+	return ok;
 }
 
-int cli_profiler_option(int c, const char *arg, struct profiler_opts *o, uint32_t *pids, int max_pids)
+/* "  -F, --freq HZ           help", continuation lines of @help indented alike. */
+static void help_line(FILE *out, int letter, const char *name, const char *arg, const char *help)
 {
-	uint64_t v;
+	char left[64];
+	const char *line = help;
+
+	snprintf(left, sizeof(left), "%s%c%s--%s%s%s", letter ? "-" : " ", letter ? letter : ' ',
+		 letter ? ", " : "  ", name, arg ? " " : "", arg ? arg : "");
+	while (line) {
+		const char *nl = strchr(line, '\n');
+		int len = nl ? (int)(nl - line) : (int)strlen(line);
+
+		fprintf(out, "  %-24s %.*s\n", line == help ? left : "", len, line);
+		line = nl ? nl + 1 : NULL;
+	}
+}
+
+void cli_profiler_help(FILE *out, unsigned groups)
+{
+	if (groups & CLI_KIND_FLAGS)
+		for (int k = 0; profilers[k]; k++)
+			help_line(out, 0, profilers[k]->name, NULL, profilers[k]->help);
+	if (groups & CLI_TARGETS) {
+		help_line(out, 'p', "pid", "PID[,PID...]", "only these processes (and their threads)");
+		help_line(out, 0, "cgroup", "PATH", "only tasks in this cgroup v2 directory");
+		help_line(out, 'U', "user-only", NULL, "user stacks only");
+		help_line(out, 'K', "kernel-only", NULL, "kernel stacks only");
+	}
+	for (int k = 0; (groups & CLI_KIND_OPTIONS) && profilers[k]; k++)
+		for (const struct profiler_option *po = profilers[k]->options; po && po->name; po++)
+			help_line(out, po->short_name, po->name, po->arg, po->help);
+}
+
+void cli_profiler_defaults(struct profiler_opts *o)
+{
+	for (int k = 0; profilers[k]; k++)
+		if (profilers[k]->config_defaults)
+			profilers[k]->config_defaults(profiler_config(o, profilers[k]));
+}
+
+/* The profiler option with code @c (or short letter @c), and its profiler. */
+static const struct profiler_option *kind_option(int c, const struct profiler_ops **owner)
+{
+	for (int k = 0; profilers[k]; k++) {
+		const struct profiler_option *po = profilers[k]->options;
+
+		for (int i = 0; po && po[i].name; i++) {
+			if (c == CLI_KIND_OPTION + (int)profilers[k]->id * CLI_KIND_OPTIONS_MAX + i ||
+			    (po[i].short_name && c == po[i].short_name)) {
+				*owner = profilers[k];
+				return &po[i];
+			}
+		}
+	}
+	return NULL;
+}
+
+static int target_option(int c, const char *arg, struct profiler_opts *o, uint32_t *pids, int max_pids)
+{
 	int n;
 
 	switch (c) {
-	case 'F':
-		if (!cli_parse_u64("-F", arg, 1, 100000, &v))
-			return -1;
-		o->freq_hz = v;
-		return 1;
 	case 'p':
 		n = cli_parse_pids(arg, pids + o->npids, max_pids - o->npids);
 		if (n < 0)
@@ -225,30 +318,40 @@ int cli_profiler_option(int c, const char *arg, struct profiler_opts *o, uint32_
 		}
 		o->stack_mode = c == 'U' ? STACK_MODE_USER : STACK_MODE_KERNEL;
 		return 1;
-	case CLI_OPT_IDLE:
-		o->include_idle = true;
-		return 1;
-	case CLI_OPT_MIN_BLOCK:
-		if (!cli_parse_u64("--min-block-us", arg, 0, UINT64_MAX / 1000, &v))
-			return -1;
-		o->min_block_ns = v * 1000;
-		return 1;
-	case CLI_OPT_MAX_BLOCK:
-		if (!cli_parse_u64("--max-block-us", arg, 1, UINT64_MAX / 1000, &v))
-			return -1;
-		o->max_block_ns = v * 1000;
-		return 1;
-	case CLI_OPT_STATE:
-		return parse_state(arg, &o->state_mask) ? 1 : -1;
 	}
 	return 0;
 }
 
-bool cli_profiler_check(const struct profiler_opts *o)
+int cli_profiler_option(unsigned groups, int c, const char *arg, struct profiler_opts *o,
+			uint32_t *pids, int max_pids)
 {
-	if (o->max_block_ns && o->min_block_ns > o->max_block_ns) {
-		log_error("--min-block-us is above --max-block-us: nothing could be counted");
-		return false;
+	const struct profiler_ops *owner;
+	const struct profiler_option *po;
+	int handled = groups & CLI_TARGETS ? target_option(c, arg, o, pids, max_pids) : 0;
+
+	if (handled)
+		return handled;
+	if ((groups & CLI_KIND_FLAGS) && c >= CLI_KIND_FLAG && c < CLI_KIND_FLAG + PROFILER_MAX) {
+		o->kinds |= 1u << (c - CLI_KIND_FLAG);
+		return 1;
+	}
+	po = groups & CLI_KIND_OPTIONS ? kind_option(c, &owner) : NULL;
+	if (!po)
+		return 0;
+	return po->parse(arg, profiler_config(o, owner)) ? 1 : -1;
+}
+
+bool cli_profiler_check(struct profiler_opts *o)
+{
+	bool none_named = !o->kinds;
+
+	for (int k = 0; profilers[k]; k++) {
+		const struct profiler_ops *ops = profilers[k];
+
+		if (none_named && ops->by_default)
+			o->kinds |= 1u << ops->id;
+		if (ops->config_check && !ops->config_check(profiler_config(o, ops)))
+			return false;
 	}
 	return true;
 }

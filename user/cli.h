@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit codes: usage errors are 2, run-time failures 1. */
 #define EXIT_USAGE 2
@@ -12,32 +13,39 @@
 
 struct profiler_opts;
 
-/* Long-only option codes of the profiler options every profiling command takes. */
-enum {
-	CLI_OPT_CGROUP = 200, CLI_OPT_IDLE, CLI_OPT_MIN_BLOCK, CLI_OPT_MAX_BLOCK, CLI_OPT_STATE,
+/*
+ * The profiler options, built from the profiler table: a command takes the
+ * groups it wants, adds their getopt entries to its own, hands every option
+ * to cli_profiler_option() first, and prints their help with
+ * cli_profiler_help().  A new profiler's flag and options appear everywhere
+ * without a line here.
+ */
+enum cli_groups {
+	CLI_TARGETS = 1 << 0,		/* -p, --cgroup, -U, -K */
+	CLI_KIND_FLAGS = 1 << 1,	/* --oncpu, --offcpu, ...: which profilers */
+	CLI_KIND_OPTIONS = 1 << 2,	/* each profiler's own (-F, --min-block-us, ...) */
 };
-#define CLI_PROFILER_SHORT "F:p:UK"
-#define CLI_PROFILER_LONG_OPTIONS						\
-	{ "freq", required_argument, NULL, 'F' },				\
-	{ "pid", required_argument, NULL, 'p' },				\
-	{ "cgroup", required_argument, NULL, CLI_OPT_CGROUP },			\
-	{ "user-only", no_argument, NULL, 'U' },				\
-	{ "kernel-only", no_argument, NULL, 'K' },				\
-	{ "include-idle", no_argument, NULL, CLI_OPT_IDLE },			\
-	{ "min-block-us", required_argument, NULL, CLI_OPT_MIN_BLOCK },		\
-	{ "max-block-us", required_argument, NULL, CLI_OPT_MAX_BLOCK },		\
-	{ "state", required_argument, NULL, CLI_OPT_STATE }
 
-/* Defaults: 99 Hz, min block 1 us, blocked states. */
+struct option;
+/*
+ * Appends the getopt entries of @groups to @opts (which holds *@n, room for
+ * @max, kept NULL-terminated) and their short letters to @shorts (room for
+ * @shorts_len).  False when out of room.
+ */
+bool cli_profiler_getopt(unsigned groups, struct option *opts, int *n, int max, char *shorts,
+			 size_t shorts_len);
+void cli_profiler_help(FILE *out, unsigned groups);
+/* Every profiler's config at its defaults, nothing chosen yet. */
 void cli_profiler_defaults(struct profiler_opts *o);
 /*
- * Handles option @c if it is one of CLI_PROFILER_LONG_OPTIONS; pids land in
- * @pids (room for @max_pids).  Returns 1 (handled), 0 (not a profiler option)
- * or -1 (bad value, one line printed).
+ * Handles option @c if it is a profiler option of @groups; pids land in @pids (room for
+ * @max_pids).  Returns 1 (handled), 0 (not a profiler option) or -1 (bad
+ * value, one line printed).
  */
-int cli_profiler_option(int c, const char *arg, struct profiler_opts *o, uint32_t *pids, int max_pids);
-/* Checks across options (min vs max block); false after an error. */
-bool cli_profiler_check(const struct profiler_opts *o);
+int cli_profiler_option(unsigned groups, int c, const char *arg, struct profiler_opts *o,
+			uint32_t *pids, int max_pids);
+/* Checks across options; chooses the default profilers when none was named.  False after an error. */
+bool cli_profiler_check(struct profiler_opts *o);
 
 /* Parses a decimal number in [min, max]; false (after a one-line error naming @what) if not. */
 bool cli_parse_u64(const char *what, const char *arg, uint64_t min, uint64_t max, uint64_t *out);

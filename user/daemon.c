@@ -26,55 +26,64 @@ struct daemon_opts {
 	const char *dir;
 	bool unpin;
 	bool reset;
-	bool want[PROFILER_MAX];
 };
 
-enum { OPT_PIN = 256, OPT_UNPIN, OPT_RESET, OPT_ONCPU, OPT_OFFCPU, OPT_HELP };
+enum { OPT_PIN = 256, OPT_UNPIN, OPT_RESET, OPT_HELP };
 
-static const struct option long_options[] = {
-	CLI_PROFILER_LONG_OPTIONS,
+#define DAEMON_PROFILER_OPTIONS (CLI_TARGETS | CLI_KIND_FLAGS | CLI_KIND_OPTIONS)
+
+static const struct option daemon_options[] = {
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "unpin", no_argument, NULL, OPT_UNPIN },
 	{ "reset", no_argument, NULL, OPT_RESET },
-	{ "oncpu", no_argument, NULL, OPT_ONCPU },
-	{ "offcpu", no_argument, NULL, OPT_OFFCPU },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out,
-"Usage: aperture run [--pin DIR] [--oncpu] [--offcpu] [-F HZ] [-p PID,...] [--cgroup PATH]\n"
+"Usage: aperture run [--pin DIR] [PROFILERS] [-p PID,...] [--cgroup PATH] [OPTIONS]\n"
 "       aperture run --unpin [--pin DIR]\n"
 "       aperture run --reset [--pin DIR]\n"
 "       aperture run --oap HOST:PORT ...   (SkyWalking agent: aperture run --oap x --help)\n"
 "\n"
 "Without --oap, profile continuously with everything pinned under DIR (default %s):\n"
-"the BPF programs keep counting without the loader; read them with `cat DIR/oncpu_folded`,\n"
-"steer them through DIR/control and DIR/target_pids (tools/aperture-ctl). Started again, it\n"
+"the BPF programs keep counting without the loader; read them with `aperture dump --pin DIR`\n"
+"(or `cat DIR/oncpu_folded` where the kernel allows the iterators), steer them through\n"
+"DIR/control, DIR/target_pids and DIR/NAME_config (tools/aperture-ctl). Started again, it\n"
 "takes over what is pinned instead of loading anew. Ctrl-C / SIGTERM leaves the pins in place.\n"
-"  --oncpu, --offcpu     which profilers (default both)\n"
-"  -F HZ                 on-CPU frequency (default 99)\n"
-"  -p PID[,PID...]       initial target set (default: every process)\n"
-"  --cgroup PATH         only tasks of this cgroup v2 directory\n"
-"  --min-block-us N, --max-block-us N, --state S, -U, -K, --include-idle: as for record\n"
-"  --unpin               detach and remove everything pinned under DIR, then exit\n"
-"  --reset               empty the pinned totals and stacks (the maps fill up over time), then exit\n", PIN_DEFAULT_DIR);
+"\n"
+"Profilers (default: all of them):\n", PIN_DEFAULT_DIR);
+	cli_profiler_help(out, CLI_KIND_FLAGS);
+	fprintf(out, "\nWhat and how (the initial target set; default every process):\n");
+	cli_profiler_help(out, CLI_TARGETS | CLI_KIND_OPTIONS);
+	fprintf(out,
+"\n"
+"      --pin DIR            the pin directory (bpffs)\n"
+"      --unpin              detach and remove everything pinned under DIR, then exit\n"
+"      --reset              empty the pinned totals and stacks (the maps fill up over time), then exit\n"
+"  -v, --verbose            more messages\n");
 }
 
 static int parse_args(struct daemon_opts *o, int argc, char **argv)
 {
-	int c, handled;
+	struct option long_options[64];
+	char shorts[32] = "v";
+	int c, handled, n = 0;
 
+	for (size_t i = 0; i < sizeof(daemon_options) / sizeof(daemon_options[0]); i++)
+		long_options[n++] = daemon_options[i];
+	long_options[n] = (struct option){ 0 };
+	if (!cli_profiler_getopt(DAEMON_PROFILER_OPTIONS, long_options, &n, 64, shorts, sizeof(shorts)))
+		return EXIT_RUNTIME;
 	o->dir = PIN_DEFAULT_DIR;
 	cli_profiler_defaults(&o->prof);
 	o->prof.keep_totals = true;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, CLI_PROFILER_SHORT "v", long_options, NULL)) != -1) {
-		handled = cli_profiler_option(c, optarg, &o->prof, o->pids, MAX_PIDS);
+	while ((c = getopt_long(argc, argv, shorts, long_options, NULL)) != -1) {
+		handled = cli_profiler_option(DAEMON_PROFILER_OPTIONS, c, optarg, &o->prof, o->pids, MAX_PIDS);
 		if (handled < 0)
 			return EXIT_USAGE;
 		if (handled)
@@ -88,12 +97,6 @@ static int parse_args(struct daemon_opts *o, int argc, char **argv)
 			break;
 		case OPT_RESET:
 			o->reset = true;
-			break;
-		case OPT_ONCPU:
-			o->want[PROFILER_ONCPU] = true;
-			break;
-		case OPT_OFFCPU:
-			o->want[PROFILER_OFFCPU] = true;
 			break;
 		case 'v':
 			log_verbose++;
@@ -111,22 +114,25 @@ static int parse_args(struct daemon_opts *o, int argc, char **argv)
 		log_error("run: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
+	/* The daemon runs every profiler unless told which. */
+	if (!o->prof.kinds)
+		for (int i = 0; profilers[i]; i++)
+			o->prof.kinds |= 1u << profilers[i]->id;
 	if (!cli_profiler_check(&o->prof))
 		return EXIT_USAGE;
-	if (!o->want[PROFILER_ONCPU] && !o->want[PROFILER_OFFCPU])
-		o->want[PROFILER_ONCPU] = o->want[PROFILER_OFFCPU] = true;
 	o->prof.pids = o->pids;
 	return 0;
 }
 
 int daemon_main(int argc, char **argv)
 {
-	struct profiler_shared shared = PROFILER_SHARED_INIT;
+	struct profiler_shared shared;
 	const struct profiler_ops *ops[PROFILER_MAX];
 	struct profiler *profs[PROFILER_MAX] = {};
 	struct daemon_opts o = {};
 	int err, nprofs = 0;
 
+	profiler_shared_init(&shared);
 	err = parse_args(&o, argc, argv);
 	if (err)
 		return err < 0 ? 0 : err;
@@ -148,7 +154,7 @@ int daemon_main(int argc, char **argv)
 	cli_install_signals();
 	o.prof.shared = &shared;
 	for (int i = 0; profilers[i]; i++)
-		if (o.want[profilers[i]->id])
+		if (o.prof.kinds & (1u << profilers[i]->id))
 			ops[nprofs++] = profilers[i];
 	err = pin_start(o.dir, ops, nprofs, &o.prof, profs);
 	if (err)

@@ -91,8 +91,8 @@ static int dump_totals(struct dump_ctx *d)
 
 	if (d->p->ops->nraw > PROFILE_MAX_VALUES)
 		return -EINVAL;
-	while (bpf_map_get_next_key(d->p->totals_fd, prev, &next) == 0) {
-		if (bpf_map_lookup_elem(d->p->totals_fd, &next, raw) == 0)
+	while (bpf_map_get_next_key(d->p->fd[MAP_TOTALS], prev, &next) == 0) {
+		if (bpf_map_lookup_elem(d->p->fd[MAP_TOTALS], &next, raw) == 0)
 			print_line(d, &next, raw);
 		key = next;
 		prev = &key;

@@ -18,7 +18,7 @@ enum feature {
 	FEAT_PERF_EVENT_OPEN,	/* a software cpu-clock perf event per CPU */
 	FEAT_PROG_PERF_EVENT,	/* BPF programs on perf events */
 	FEAT_TP_SCHED_SWITCH,	/* tp_btf/sched_switch with prev_state (5.18+) */
-	FEAT_TP_SCHED_EXIT,	/* tp_btf/sched_process_exit */
+	FEAT_TASK_STORAGE,	/* BPF task storage from tp_btf (5.11+) */
 	FEAT_TP_SCHED_EXEC,	/* tp_btf/sched_process_exec */
 	FEAT_RINGBUF,		/* BPF ring buffer */
 	FEAT_BATCH_OPS,		/* lookup_and_delete_batch on hash maps */

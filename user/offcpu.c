@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Off-CPU profiler: owns the offcpu skeleton (tp_btf/sched_switch). */
 #include <errno.h>
+#include <stdint.h>
+#include <string.h>
 #include <bpf/libbpf.h>
+#include "cli.h"
+#include "offcpu.h"
 #include "offcpu.skel.h"
 #include "profiler.h"
+#include "util.h"
+
+_Static_assert(sizeof(struct offcpu_config) <= PROFILER_CONFIG_MAX, "offcpu_config too big");
 
 static int offcpu_open(struct profiler *p, const struct profiler_opts *o)
 {
@@ -12,16 +19,7 @@ static int offcpu_open(struct profiler *p, const struct profiler_opts *o)
 
 static int offcpu_attach(struct profiler *p)
 {
-	struct offcpu_bpf *skel = p->skel;
-	struct bpf_program *prog;
-	int err = 0;
-
-	bpf_object__for_each_program(prog, skel->obj) {
-		err = profiler_add_link(p, bpf_program__attach(prog));
-		if (err)
-			break;
-	}
-	return err;
+	return profiler_attach_tracing(p);
 }
 
 static void offcpu_close(struct profiler *p)
@@ -40,13 +38,88 @@ static void offcpu_to_values(const struct profiler *p, const uint64_t *raw, uint
 	values[1] = raw[1];	/* offcpu_ns */
 }
 
+static void offcpu_defaults(void *config)
+{
+	struct offcpu_config *cfg = config;
+
+	cfg->min_block_ns = 1000;
+	cfg->state_mask = BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE;
+}
+
+static bool parse_min_block(const char *arg, void *config)
+{
+	struct offcpu_config *cfg = config;
+	uint64_t us;
+
+	if (!cli_parse_u64("--min-block-us", arg, 0, UINT64_MAX / 1000, &us))
+		return false;
+	cfg->min_block_ns = us * 1000;
+	return true;
+}
+
+static bool parse_max_block(const char *arg, void *config)
+{
+	struct offcpu_config *cfg = config;
+	uint64_t us;
+
+	if (!cli_parse_u64("--max-block-us", arg, 1, UINT64_MAX / 1000, &us))
+		return false;
+	cfg->max_block_ns = us * 1000;
+	return true;
+}
+
+static bool parse_state(const char *arg, void *config)
+{
+	static const struct { const char *name; uint32_t mask; } states[] = {
+		{ "blocked", BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE },
+		{ "interruptible", BLOCK_STATE_INTERRUPTIBLE },
+		{ "uninterruptible", BLOCK_STATE_UNINTERRUPTIBLE },
+		{ "all", BLOCK_STATE_RUNNING | BLOCK_STATE_INTERRUPTIBLE | BLOCK_STATE_UNINTERRUPTIBLE },
+	};
+	struct offcpu_config *cfg = config;
+
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		if (strcmp(arg, states[i].name) == 0) {
+			cfg->state_mask = states[i].mask;
+			return true;
+		}
+	}
+	log_error("--state: '%s' is not one of blocked, interruptible, uninterruptible, all", arg);
+	return false;
+}
+
+static bool offcpu_check(const void *config)
+{
+	const struct offcpu_config *cfg = config;
+
+	if (cfg->max_block_ns && cfg->min_block_ns > cfg->max_block_ns) {
+		log_error("--min-block-us is above --max-block-us: nothing could be counted");
+		return false;
+	}
+	return true;
+}
+
+static const struct profiler_option offcpu_options[] = {
+	{ "min-block-us", 0, "N", "off-CPU: ignore blocks shorter than N us (default 1)", parse_min_block },
+	{ "max-block-us", 0, "N", "off-CPU: ignore blocks longer than N us (default: none)", parse_max_block },
+	{ "state", 0, "S", "off-CPU: blocked (default: S and D sleeps), interruptible,\n"
+			   "uninterruptible, or all (also counts preemption)", parse_state },
+	{ NULL },
+};
+
 const struct profiler_ops profiler_offcpu = {
 	.name = "offcpu",
 	.id = PROFILER_OFFCPU,
 	.title = "Off-CPU",
+	.help = "where threads block: off-CPU time and switch counts",
+	.skywalking_target = "OFF_CPU",
+	.options = offcpu_options,
+	.config_size = sizeof(struct offcpu_config),
+	.config_defaults = offcpu_defaults,
+	.config_check = offcpu_check,
 	.nraw = 2,
 	.folded_raw = 1,
-	.needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_TP_SCHED_SWITCH) | FEAT_BIT(FEAT_TP_SCHED_EXIT) |
+	.needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_TP_SCHED_SWITCH) | FEAT_BIT(FEAT_TASK_STORAGE) |
 		 FEAT_BIT(FEAT_TP_SCHED_EXEC) | FEAT_BIT(FEAT_RINGBUF),
 	.nvalues = 2,
 	.value_types = { { "switches", "count" }, { "offcpu", "nanoseconds" } },

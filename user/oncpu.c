@@ -8,10 +8,13 @@
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <bpf/libbpf.h>
+#include "cli.h"
+#include "oncpu.h"
 #include "oncpu.skel.h"
 #include "profiler.h"
 #include "util.h"
 
+_Static_assert(sizeof(struct oncpu_config) <= PROFILER_CONFIG_MAX, "oncpu_config too big");
 
 static int oncpu_open(struct profiler *p, const struct profiler_opts *o)
 {
@@ -38,6 +41,7 @@ static int perf_event_cpu_clock(int cpu, unsigned int freq_hz)
  */
 static int oncpu_attach(struct profiler *p)
 {
+	const struct oncpu_config *cfg = profiler_config(&p->opts, p->ops);
 	struct oncpu_bpf *skel = p->skel;
 	int ncpus = libbpf_num_possible_cpus();
 	int attached = 0, err;
@@ -45,7 +49,7 @@ static int oncpu_attach(struct profiler *p)
 	if (ncpus <= 0)
 		return -EINVAL;
 	for (int cpu = 0; cpu < ncpus; cpu++) {
-		int event_fd = perf_event_cpu_clock(cpu, p->opts.freq_hz);
+		int event_fd = perf_event_cpu_clock(cpu, cfg->freq_hz);
 
 		if (event_fd < 0) {
 			if (errno == ENODEV)	/* offline CPU */
@@ -62,7 +66,7 @@ static int oncpu_attach(struct profiler *p)
 	}
 	if (!attached)
 		return -ENODEV;
-	return profiler_add_link(p, bpf_program__attach(skel->progs.oncpu_exec));
+	return profiler_attach_tracing(p);
 }
 
 static void oncpu_close(struct profiler *p)
@@ -72,7 +76,9 @@ static void oncpu_close(struct profiler *p)
 
 static int64_t oncpu_period(const struct profiler *p)
 {
-	return 1000000000ll / (p->opts.freq_hz ? p->opts.freq_hz : 1);
+	const struct oncpu_config *cfg = profiler_config(&p->opts, p->ops);
+
+	return 1000000000ll / (cfg->freq_hz ? cfg->freq_hz : 1);
 }
 
 /* samples -> { samples, cpu ns = samples * period } */
@@ -82,10 +88,46 @@ static void oncpu_to_values(const struct profiler *p, const uint64_t *raw, uint6
 	values[1] = raw[0] * oncpu_period(p);
 }
 
+static void oncpu_defaults(void *config)
+{
+	struct oncpu_config *cfg = config;
+
+	cfg->freq_hz = 99;
+}
+
+static bool parse_freq(const char *arg, void *config)
+{
+	struct oncpu_config *cfg = config;
+	uint64_t hz;
+
+	if (!cli_parse_u64("-F", arg, 1, 100000, &hz))
+		return false;
+	cfg->freq_hz = (uint32_t)hz;
+	return true;
+}
+
+static bool parse_include_idle(const char *arg, void *config)
+{
+	((struct oncpu_config *)config)->include_idle = 1;
+	return true;
+}
+
+static const struct profiler_option oncpu_options[] = {
+	{ "freq", 'F', "HZ", "on-CPU samples per second per CPU (default 99)", parse_freq },
+	{ "include-idle", 0, NULL, "count the idle task (on-CPU)", parse_include_idle },
+	{ NULL },
+};
+
 const struct profiler_ops profiler_oncpu = {
 	.name = "oncpu",
 	.id = PROFILER_ONCPU,
 	.title = "On-CPU",
+	.help = "where CPU time goes (the default when no profiler is named)",
+	.by_default = true,
+	.skywalking_target = "ON_CPU",
+	.options = oncpu_options,
+	.config_size = sizeof(struct oncpu_config),
+	.config_defaults = oncpu_defaults,
 	.nraw = 1,
 	.folded_raw = 0,
 	.needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_PERF_EVENT_OPEN) | FEAT_BIT(FEAT_PROG_PERF_EVENT) |

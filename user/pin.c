@@ -167,9 +167,10 @@ static int pin_iterator(struct pin_txn *txn, struct profiler *p, const char *pro
 		if (mine)
 			wanted = prog;
 	}
-	err = wanted ? 0 : -ENOENT;	/* a profiler without an iterator: nothing to pin */
-	err = err ?: bpf_map__reuse_fd(skel->maps.stacks, p->stacks_fd);
-	err = err ?: bpf_map__reuse_fd(skel->maps.seen_tgids, p->seen_tgids_fd);
+	skel->rodata->weight_index = p->ops->folded_raw;
+	err = wanted ? 0 : -ENOENT;
+	err = err ?: bpf_map__reuse_fd(skel->maps.stacks, p->fd[MAP_STACKS]);
+	err = err ?: bpf_map__reuse_fd(skel->maps.seen_tgids, p->fd[MAP_SEEN_TGIDS]);
 	err = err ?: iter_bpf__load(skel);
 	if (err)
 		goto cleanup;
@@ -185,7 +186,7 @@ static int pin_iterator(struct pin_txn *txn, struct profiler *p, const char *pro
 cleanup:
 	bpf_link__destroy(link);	/* the pin keeps it */
 	iter_bpf__destroy(skel);
-	return err == -ENOENT ? 0 : err;
+	return err;
 }
 
 /*
@@ -193,8 +194,8 @@ cleanup:
  * every iter/bpf_map_elem program with EPERM), the set is pinned without
  * them and `aperture dump` prints the same lines from user space.
  */
-static void pin_optional_iterator(struct pin_txn *txn, struct profiler *p, const char *name,
-				  int map_fd, enum feature needs)
+static void pin_optional_iterator(struct pin_txn *txn, struct profiler *p, const char *prog,
+				  const char *name, int map_fd, enum feature needs)
 {
 	char why[128];
 	int err;
@@ -206,7 +207,7 @@ static void pin_optional_iterator(struct pin_txn *txn, struct profiler *p, const
 		txn_missing(txn, name, why);
 		return;
 	}
-	err = pin_iterator(txn, p, name, name, map_fd);
+	err = pin_iterator(txn, p, prog, name, map_fd);
 	if (err) {
 		snprintf(why, sizeof(why), "%s", strerrorname_np(-err) ?: strerror(-err));
 		txn_missing(txn, name, why);
@@ -218,8 +219,8 @@ static void pin_iterators(struct pin_txn *txn, struct profiler *p)
 	char name[64];
 
 	snprintf(name, sizeof(name), "%s_folded", p->ops->name);
-	pin_optional_iterator(txn, p, name, p->totals_fd, FEAT_ITER_MAP_ELEM);
-	pin_optional_iterator(txn, p, "processes", -1, FEAT_ITER_TASK);
+	pin_optional_iterator(txn, p, "folded", name, p->fd[MAP_TOTALS], FEAT_ITER_MAP_ELEM);
+	pin_optional_iterator(txn, p, "processes", "processes", -1, FEAT_ITER_TASK);
 }
 
 /* A taken-over set: name the iterator its first daemon could not pin, and why. */
@@ -242,16 +243,11 @@ static int profiler_pin(struct pin_txn *txn, struct profiler *p)
 {
 	const char *name = p->ops->name;
 	char link_name[32];
-	int err;
+	int err = 0;
 
-	err = pin_fd(txn, p->control_fd, NULL, "control");
-	err = err ?: pin_fd(txn, p->target_pids_fd, NULL, "target_pids");
-	err = err ?: pin_fd(txn, p->counts_fd[0], name, "counts_0");
-	err = err ?: pin_fd(txn, p->counts_fd[1], name, "counts_1");
-	err = err ?: pin_fd(txn, p->totals_fd, name, "totals");
-	err = err ?: pin_fd(txn, p->stacks_fd, name, "stacks");
-	err = err ?: pin_fd(txn, p->stats_fd, name, "stats");
-	err = err ?: pin_fd(txn, p->events_fd, name, "events");
+	for (int i = 0; i < MAP_SLOT_MAX && !err; i++)
+		if (i != MAP_ACTIVE)
+			err = pin_fd(txn, p->fd[i], map_slots[i].shared ? NULL : name, map_slots[i].pin);
 	for (int i = 0; i < p->nlinks && !err; i++) {
 		snprintf(link_name, sizeof(link_name), "link_%d", i);
 		err = pin_fd(txn, bpf_link__fd(p->links[i]), name, link_name);
@@ -260,7 +256,7 @@ static int profiler_pin(struct pin_txn *txn, struct profiler *p)
 	if (!err)
 		pin_iterators(txn, p);
 	/* Last: its presence tells a restarted daemon that the rest is there. */
-	return err ?: pin_fd(txn, p->active_fd, name, "active");
+	return err ?: pin_fd(txn, p->fd[MAP_ACTIVE], name, map_slots[MAP_ACTIVE].pin);
 }
 
 static int open_pin(const char *dir, const char *prefix, const char *name, int *fd)
@@ -284,9 +280,9 @@ static int live_generation(struct profiler *p)
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info), zero = 0, live_id;
 
-	if (bpf_map_lookup_elem(p->active_fd, &zero, &live_id))
+	if (bpf_map_lookup_elem(p->fd[MAP_ACTIVE], &zero, &live_id))
 		return -errno;
-	if (bpf_obj_get_info_by_fd(p->counts_fd[1], &info, &len))
+	if (bpf_obj_get_info_by_fd(p->fd[MAP_COUNTS_1], &info, &len))
 		return -errno;
 	return info.id == live_id ? 1 : 0;
 }
@@ -306,6 +302,27 @@ static int check_layout(const char *dir, int control_fd)
 	return -EPROTO;
 }
 
+/* The config the set runs with, so that e.g. the on-CPU period matches its perf events. */
+static int read_pinned_config(struct profiler *p)
+{
+	__u32 zero = 0;
+
+	if (!p->ops->config_size)
+		return 0;
+	return bpf_map_lookup_elem(p->fd[MAP_CONFIG], &zero, profiler_config(&p->opts, p->ops)) ? -errno : 0;
+}
+
+/* As profiler_take_maps for a loaded one: the first taken over owns the run's shared fds. */
+static void take_shared(struct profiler *p)
+{
+	struct profiler_shared *shared = p->opts.shared;
+
+	p->owns_shared = !shared || shared->fd[MAP_CONTROL] < 0;
+	for (int i = 0; shared && i < MAP_SLOT_MAX; i++)
+		if (map_slots[i].shared && shared->fd[i] < 0)
+			shared->fd[i] = dup(p->fd[i]);
+}
+
 int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 			 const struct profiler_opts *opts, const char *dir)
 {
@@ -319,21 +336,19 @@ int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 	p->ops = ops;
 	p->opts = *opts;
 	p->pinned = true;
-	p->control_fd = p->target_pids_fd = p->stacks_fd = p->stats_fd = -1;
-	p->active_fd = p->counts_fd[0] = p->counts_fd[1] = p->totals_fd = p->events_fd = -1;
-	p->seen_tgids_fd = -1;
-	err = open_pin(dir, NULL, "control", &p->control_fd);
-	err = err ?: check_layout(dir, p->control_fd);
-	err = err ?: open_pin(dir, NULL, "target_pids", &p->target_pids_fd);
-	err = err ?: open_pin(dir, name, "counts_0", &p->counts_fd[0]);
-	err = err ?: open_pin(dir, name, "counts_1", &p->counts_fd[1]);
-	err = err ?: open_pin(dir, name, "totals", &p->totals_fd);
-	err = err ?: open_pin(dir, name, "stacks", &p->stacks_fd);
-	err = err ?: open_pin(dir, name, "stats", &p->stats_fd);
-	err = err ?: open_pin(dir, name, "events", &p->events_fd);
-	err = err ?: open_pin(dir, name, "active", &p->active_fd);
+	for (int i = 0; i < MAP_SLOT_MAX; i++)
+		p->fd[i] = -1;
+	err = open_pin(dir, NULL, "control", &p->fd[MAP_CONTROL]);
+	err = err ?: check_layout(dir, p->fd[MAP_CONTROL]);
+	for (int i = 0; i < MAP_SLOT_MAX && !err; i++)
+		if (p->fd[i] < 0)
+			err = open_pin(dir, map_slots[i].shared ? NULL : name, map_slots[i].pin, &p->fd[i]);
 	if (err)
 		goto fail;
+	err = read_pinned_config(p);
+	if (err)
+		goto fail;
+	take_shared(p);
 	live = live_generation(p);
 	if (live < 0) {
 		err = live;

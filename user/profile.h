@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include "symbolize.h"
 
-#define PROFILE_MAX_VALUES 2
+#define PROFILE_MAX_VALUES 4	/* = APERTURE_MAX_VALUES */
 
 struct value_type {
 	const char *type;	/* pprof sample type, e.g. "samples", "offcpu" */
@@ -39,6 +39,7 @@ struct profile_sample {
 struct profile {
 	const char *kind;		/* "oncpu", "offcpu" */
 	const char *title;		/* "On-CPU", "Off-CPU" */
+	const char *skywalking_target;	/* the SkyWalking TargetType it carries ("OFF_CPU"), or NULL */
 	int nvalues;
 	struct value_type value_types[PROFILE_MAX_VALUES];
 	int default_value;		/* index folded/svg weigh by unless told otherwise */

@@ -15,17 +15,28 @@ const struct profiler_ops *const profilers[] = {
 	NULL,
 };
 
-const char *const stat_names[STAT_MAX] = {
-	[STAT_EVENTS] = "events",
-	[STAT_USTACK_FAULT] = "user stack unavailable",
-	[STAT_KSTACK_FAULT] = "kernel stack unavailable",
-	[STAT_STACKS_FULL] = "stacks map full",
-	[STAT_STACKS_NOMEM] = "stack allocation failed",
-	[STAT_COUNTS_FULL] = "counts map full",
-	[STAT_START_FULL] = "start map full",
-	[STAT_EVENTS_LOST] = "notifications lost",
-	[STAT_NO_COUNTS_MAP] = "no counts map",
-	[STAT_OTHER] = "other errors",
+#define STAT_NAME(id, what) [id] = what,
+const char *const stat_names[STAT_MAX] = { APERTURE_STATS(STAT_NAME, STAT_NAME) };
+
+uint64_t profiler_lost(const uint64_t *stats)
+{
+#define STAT_NOT_LOST(id, what)
+#define STAT_LOST(id, what) + stats[id]
+	return 0 APERTURE_STATS(STAT_NOT_LOST, STAT_LOST);
+}
+
+const struct map_slot_desc map_slots[MAP_SLOT_MAX] = {
+	[MAP_CONTROL] = { "control", "control", true },
+	[MAP_TARGET_PIDS] = { "target_pids", "target_pids", true },
+	[MAP_SEEN_TGIDS] = { "seen_tgids", "seen_tgids", true },
+	[MAP_EVENTS] = { "events", "events", true },
+	[MAP_CONFIG] = { "kind_config", "config", false },
+	[MAP_STACKS] = { "stacks", "stacks", false },
+	[MAP_STATS] = { "stats", "stats", false },
+	[MAP_TOTALS] = { "totals", "totals", false },
+	[MAP_COUNTS_0] = { "counts_0", "counts_0", false },
+	[MAP_COUNTS_1] = { "counts_1", "counts_1", false },
+	[MAP_ACTIVE] = { "active_counts", "active", false },
 };
 
 #ifndef ENOTSUPP
@@ -58,9 +69,8 @@ int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 		p->opts.counts_entries = 16384;
 	if (!p->opts.stacks_entries)
 		p->opts.stacks_entries = 16384;
-	p->control_fd = p->target_pids_fd = p->stacks_fd = p->stats_fd = -1;
-	p->active_fd = p->counts_fd[0] = p->counts_fd[1] = p->totals_fd = p->events_fd = -1;
-	p->seen_tgids_fd = -1;
+	for (int i = 0; i < MAP_SLOT_MAX; i++)
+		p->fd[i] = -1;
 	if (!features_require(ops->name, ops->needs)) {
 		err = -EOPNOTSUPP;
 		goto cleanup;
@@ -114,13 +124,9 @@ void profiler_close(struct profiler *p)
 	}
 	free(p->links);
 	if (p->pinned) {
-		int fds[] = { p->control_fd, p->target_pids_fd, p->stacks_fd, p->stats_fd,
-			      p->events_fd, p->totals_fd, p->active_fd, p->counts_fd[0],
-			      p->counts_fd[1] };
-
-		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
+		for (int i = 0; i < MAP_SLOT_MAX; i++)
+			if (p->fd[i] >= 0)
+				close(p->fd[i]);
 	} else if (p->ops->close) {
 		p->ops->close(p);
 	}
@@ -143,46 +149,94 @@ int profiler_add_link(struct profiler *p, struct bpf_link *link)
 	return 0;
 }
 
-int profiler_prepare_maps(struct profiler *p, struct bpf_map *counts_0, struct bpf_map *counts_1,
-			  struct bpf_map *totals, struct bpf_map *stacks,
-			  struct bpf_map *control, struct bpf_map *target_pids)
+static struct bpf_map *slot_map(struct profiler *p, enum map_slot slot)
+{
+	return bpf_object__find_map_by_name(p->obj, map_slots[slot].map);
+}
+
+/*
+ * Before load: sizes the maps, reuses the run's shared maps, and loads the
+ * exec program (bpf/lib/notify.bpf.h) only in the profiler that creates them.
+ */
+int profiler_prepare(struct profiler *p)
 {
 	struct profiler_shared *shared = p->opts.shared;
-	int err;
+	struct bpf_program *exec_prog = bpf_object__find_program_by_name(p->obj, "process_exec");
+	bool owner = !shared || shared->fd[MAP_CONTROL] < 0;
+	int err = 0;
 
-	err = bpf_map__set_max_entries(counts_0, p->opts.counts_entries);
-	err = err ?: bpf_map__set_max_entries(counts_1, p->opts.counts_entries);
-	err = err ?: bpf_map__set_max_entries(totals, p->opts.counts_entries);
-	err = err ?: bpf_map__set_max_entries(stacks, p->opts.stacks_entries);
-	if (err || !shared)
-		return err;
-	if (shared->control_fd >= 0)
-		err = bpf_map__reuse_fd(control, shared->control_fd);
-	if (!err && shared->target_pids_fd >= 0)
-		err = bpf_map__reuse_fd(target_pids, shared->target_pids_fd);
+	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_COUNTS_0), p->opts.counts_entries);
+	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_COUNTS_1), p->opts.counts_entries);
+	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_TOTALS), p->opts.counts_entries);
+	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_STACKS), p->opts.stacks_entries);
+	if (exec_prog)
+		bpf_program__set_autoload(exec_prog, owner);
+	for (int i = 0; i < MAP_SLOT_MAX && !err && !owner; i++)
+		if (map_slots[i].shared)
+			err = bpf_map__reuse_fd(slot_map(p, i), shared->fd[i]);
 	return err;
 }
 
-/* After load: the first profiler's control maps become the shared ones. */
-void profiler_share_maps(struct profiler *p)
+/* After load: takes every slot's fd, and the first profiler's shared maps become the run's. */
+int profiler_take_maps(struct profiler *p)
 {
 	struct profiler_shared *shared = p->opts.shared;
 
-	if (!shared)
-		return;
-	if (shared->control_fd < 0)
-		shared->control_fd = dup(p->control_fd);
-	if (shared->target_pids_fd < 0)
-		shared->target_pids_fd = dup(p->target_pids_fd);
+	p->owns_shared = !shared || shared->fd[MAP_CONTROL] < 0;
+	for (int i = 0; i < MAP_SLOT_MAX; i++) {
+		struct bpf_map *map = slot_map(p, i);
+
+		if (!map)
+			return -ENOENT;	/* every object has every slot (bpf/lib/) */
+		p->fd[i] = bpf_map__fd(map);
+		if (shared && map_slots[i].shared && shared->fd[i] < 0)
+			shared->fd[i] = dup(p->fd[i]);
+	}
+	p->live = 0;
+	return 0;
+}
+
+int profiler_attach_tracing(struct profiler *p)
+{
+	struct bpf_program *prog;
+	int err = 0;
+
+	bpf_object__for_each_program(prog, p->obj) {
+		if (!bpf_program__autoload(prog) || bpf_program__type(prog) != BPF_PROG_TYPE_TRACING)
+			continue;
+		err = profiler_add_link(p, bpf_program__attach(prog));
+		if (err)
+			break;
+	}
+	return err;
+}
+
+void profiler_shared_init(struct profiler_shared *shared)
+{
+	for (int i = 0; i < MAP_SLOT_MAX; i++)
+		shared->fd[i] = -1;
 }
 
 void profiler_shared_close(struct profiler_shared *shared)
 {
-	if (shared->control_fd >= 0)
-		close(shared->control_fd);
-	if (shared->target_pids_fd >= 0)
-		close(shared->target_pids_fd);
-	shared->control_fd = shared->target_pids_fd = -1;
+	for (int i = 0; i < MAP_SLOT_MAX; i++) {
+		if (shared->fd[i] >= 0)
+			close(shared->fd[i]);
+		shared->fd[i] = -1;
+	}
+}
+
+static int write_config(struct profiler *p)
+{
+	__u32 zero = 0;
+
+	if (!p->ops->config_size)
+		return 0;
+	if (bpf_map_update_elem(p->fd[MAP_CONFIG], &zero, profiler_config(&p->opts, p->ops), BPF_ANY)) {
+		log_error("%s: cannot write its config map: %s", p->ops->name, strerror(errno));
+		return -errno;
+	}
+	return 0;
 }
 
 int profiler_configure(struct profiler *p)
@@ -195,16 +249,16 @@ int profiler_configure(struct profiler *p)
 		__u8 profilers = 0;
 
 		/* Shared with other profilers: add this one's bit to theirs. */
-		bpf_map_lookup_elem(p->target_pids_fd, &o->pids[i], &profilers);
+		bpf_map_lookup_elem(p->fd[MAP_TARGET_PIDS], &o->pids[i], &profilers);
 		profilers |= 1u << p->ops->id;
-		if (bpf_map_update_elem(p->target_pids_fd, &o->pids[i], &profilers, BPF_ANY)) {
+		if (bpf_map_update_elem(p->fd[MAP_TARGET_PIDS], &o->pids[i], &profilers, BPF_ANY)) {
 			log_error("%s: cannot add pid %u to the target set: %s",
 				  p->ops->name, o->pids[i], strerror(errno));
 			return -errno;
 		}
 	}
 	/* Shared with the other profilers of this run: keep their enable bits. */
-	if (bpf_map_lookup_elem(p->control_fd, &zero, &ctl) ||
+	if (bpf_map_lookup_elem(p->fd[MAP_CONTROL], &zero, &ctl) ||
 	    ctl.layout_version != APERTURE_LAYOUT_VERSION)
 		memset(&ctl, 0, sizeof(ctl));
 	ctl.layout_version = APERTURE_LAYOUT_VERSION;
@@ -215,16 +269,12 @@ int profiler_configure(struct profiler *p)
 	ctl.filter_pids = o->npids > 0 || o->targets_only;
 	ctl.stack_mode = o->stack_mode;
 	ctl.cgroup_id = o->cgroup_id;
-	ctl.include_idle = o->include_idle;
-	ctl.state_mask = o->state_mask;
-	ctl.min_block_ns = o->min_block_ns;
-	ctl.max_block_ns = o->max_block_ns;
 	ctl.keep_totals = o->keep_totals;
-	if (bpf_map_update_elem(p->control_fd, &zero, &ctl, BPF_ANY)) {
+	if (bpf_map_update_elem(p->fd[MAP_CONTROL], &zero, &ctl, BPF_ANY)) {
 		log_error("%s: cannot write the control map: %s", p->ops->name, strerror(errno));
 		return -errno;
 	}
-	return 0;
+	return write_config(p);
 }
 
 int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids)
@@ -235,7 +285,7 @@ int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids)
 
 	/* Collect first: deleting the current key makes get_next_key start over. */
 	while (nstale < (int)(sizeof(stale) / sizeof(stale[0])) &&
-	       bpf_map_get_next_key(p->target_pids_fd, prev, &key) == 0) {
+	       bpf_map_get_next_key(p->fd[MAP_TARGET_PIDS], prev, &key) == 0) {
 		if (!pid_in(pids, npids, key))
 			stale[nstale++] = key;
 		prev = &key;
@@ -244,13 +294,13 @@ int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids)
 	for (int i = 0; i < nstale; i++) {
 		__u8 profilers;
 
-		if (bpf_map_lookup_elem(p->target_pids_fd, &stale[i], &profilers) || !(profilers & mine))
+		if (bpf_map_lookup_elem(p->fd[MAP_TARGET_PIDS], &stale[i], &profilers) || !(profilers & mine))
 			continue;
 		profilers &= ~mine;
 		if (profilers)
-			bpf_map_update_elem(p->target_pids_fd, &stale[i], &profilers, BPF_EXIST);
+			bpf_map_update_elem(p->fd[MAP_TARGET_PIDS], &stale[i], &profilers, BPF_EXIST);
 		else
-			bpf_map_delete_elem(p->target_pids_fd, &stale[i]);
+			bpf_map_delete_elem(p->fd[MAP_TARGET_PIDS], &stale[i]);
 	}
 	p->opts.pids = pids;
 	p->opts.npids = npids;
@@ -337,12 +387,12 @@ int profiler_snapshot(struct profiler *p, record_fn fn, void *ctx)
 	__u32 zero = 0;
 
 	/* Returns after synchronize_rcu(): no program still writes the idle map. */
-	if (bpf_map_update_elem(p->active_fd, &zero, &p->counts_fd[next], BPF_ANY)) {
+	if (bpf_map_update_elem(p->fd[MAP_ACTIVE], &zero, &p->fd[MAP_COUNTS_0 + next], BPF_ANY)) {
 		log_error("%s: cannot flip generation: %s", p->ops->name, strerror(errno));
 		return -errno;
 	}
 	p->live = next;
-	return drain(p, p->counts_fd[idle], fn, ctx);
+	return drain(p, p->fd[MAP_COUNTS_0 + idle], fn, ctx);
 }
 
 int profiler_stack(struct profiler *p, uint64_t stack_id, uint64_t *ips, uint32_t max)
@@ -352,7 +402,7 @@ int profiler_stack(struct profiler *p, uint64_t stack_id, uint64_t *ips, uint32_
 
 	if (!stack_id || stack_id == APERTURE_STACK_LOST)
 		return 0;
-	if (bpf_map_lookup_elem(p->stacks_fd, &stack_id, &st))
+	if (bpf_map_lookup_elem(p->fd[MAP_STACKS], &stack_id, &st))
 		return -errno;
 	depth = st.depth < max ? st.depth : max;
 	memcpy(ips, st.ips, depth * sizeof(*ips));
@@ -371,7 +421,7 @@ int profiler_stats(struct profiler *p, uint64_t *out)
 		return -ENOMEM;
 	for (__u32 i = 0; i < STAT_MAX; i++) {
 		out[i] = 0;
-		if (bpf_map_lookup_elem(p->stats_fd, &i, percpu))
+		if (bpf_map_lookup_elem(p->fd[MAP_STATS], &i, percpu))
 			continue;
 		for (int c = 0; c < ncpus; c++)
 			out[i] += percpu[c];
@@ -393,12 +443,14 @@ int profiler_watch_processes(struct profiler *p, struct ring_buffer **rb, struct
 {
 	int err = 0;
 
+	if (!p->owns_shared)
+		return 0;	/* one ring buffer for the run: its owner reads it */
 	if (!*rb) {
-		*rb = ring_buffer__new(p->events_fd, on_process_event, sym, NULL);
+		*rb = ring_buffer__new(p->fd[MAP_EVENTS], on_process_event, sym, NULL);
 		if (!*rb)
 			err = -errno;
 	} else {
-		err = ring_buffer__add(*rb, p->events_fd, on_process_event, sym);
+		err = ring_buffer__add(*rb, p->fd[MAP_EVENTS], on_process_event, sym);
 	}
 	if (err)
 		log_warn("%s: no new-process notifications (%s): processes that exit early may stay "
@@ -446,6 +498,7 @@ void profiler_profile_init(const struct profiler *p, struct profile *prof, struc
 	const struct profiler_ops *ops = p->ops;
 
 	profile_init(prof, ops->name, ops->title, sym);
+	prof->skywalking_target = ops->skywalking_target;
 	prof->nvalues = ops->nvalues;
 	memcpy(prof->value_types, ops->value_types, sizeof(prof->value_types));
 	prof->default_value = ops->default_value;

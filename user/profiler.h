@@ -14,42 +14,83 @@
 #include "kernel_features.h"
 
 struct bpf_link;
+struct bpf_object;
+
+/*
+ * The maps every profiler's object has under the same names (bpf/lib/), in
+ * one list that open, reuse, takeover, pin and close all walk.
+ */
+enum map_slot {
+	MAP_CONTROL,		/* shared by the profilers of a run */
+	MAP_TARGET_PIDS,	/* shared */
+	MAP_SEEN_TGIDS,		/* shared */
+	MAP_EVENTS,		/* shared: the new-process ring buffer */
+	MAP_CONFIG,		/* this kind's settings */
+	MAP_STACKS,
+	MAP_STATS,
+	MAP_TOTALS,
+	MAP_COUNTS_0,
+	MAP_COUNTS_1,
+	MAP_ACTIVE,		/* pinned last: its presence says the set is complete */
+	MAP_SLOT_MAX,
+};
+
+struct map_slot_desc {
+	const char *map;	/* name in the BPF object */
+	const char *pin;	/* pin name: shared ones as is, the others NAME_pin */
+	bool shared;
+};
+extern const struct map_slot_desc map_slots[MAP_SLOT_MAX];
 
 /*
  * Maps every profiler of one run shares, so that one control map steers them
- * all.  The first profiler opened creates them; the owner closes the fds
+ * all and one ring buffer announces processes.  The first profiler opened
+ * creates them (and loads the one exec program); the owner closes the fds
  * (profiler_shared_close).
  */
 struct profiler_shared {
-	int control_fd;		/* -1 until created */
-	int target_pids_fd;
+	int fd[MAP_SLOT_MAX];	/* shared slots only; -1 until created */
 };
 
-#define PROFILER_SHARED_INIT { .control_fd = -1, .target_pids_fd = -1 }
+void profiler_shared_init(struct profiler_shared *shared);
 void profiler_shared_close(struct profiler_shared *shared);
 
+/* A kind's settings: its struct X_config, by ops->id in profiler_opts.config. */
+#define PROFILER_CONFIG_MAX 64
+
 struct profiler_opts {
-	struct profiler_shared *shared;	/* NULL: this profiler's own control map */
-	unsigned int freq_hz;		/* on-CPU sampling frequency */
+	struct profiler_shared *shared;	/* NULL: this profiler's own control maps */
 	const uint32_t *pids;		/* target tgids, npids of them (0: all) */
 	int npids;
 	uint64_t cgroup_id;		/* 0: any */
 	enum stack_mode stack_mode;
-	bool include_idle;
-	uint64_t min_block_ns;		/* off-CPU */
-	uint64_t max_block_ns;		/* off-CPU; 0: no limit */
-	uint32_t state_mask;		/* off-CPU: enum offcpu_state bits */
 	uint32_t counts_entries;	/* aggregation map size (per generation) */
 	uint32_t stacks_entries;	/* stacks map size */
 	bool keep_totals;		/* also count into the never-drained totals map */
 	bool targets_only;		/* filter by pid even with no pid: count nothing */
 	bool disabled;			/* loaded and attached, but not counting */
+	uint32_t kinds;			/* (1 << ops->id) of each profiler named on the command line */
+	/* Each kind's struct X_config, written to its NAME_config map. */
+	uint64_t config[PROFILER_MAX][PROFILER_CONFIG_MAX / 8];
 };
 
 /* One raw aggregated record, as drained from the kernel. */
 struct raw_record {
 	const struct sample_key *key;
 	const uint64_t *values;		/* ops->nraw u64s */
+};
+
+/*
+ * One option of a profiler: commands merge the tables of every profiler into
+ * their flags and --help.
+ */
+struct profiler_option {
+	const char *name;	/* long name, "freq" */
+	int short_name;		/* 'F', or 0 */
+	const char *arg;	/* "HZ"; NULL: a flag */
+	const char *help;	/* one line, with the default */
+	/* Parses @arg (NULL for a flag) into this kind's @config; false after one line. */
+	bool (*parse)(const char *arg, void *config);
 };
 
 struct profiler;
@@ -59,8 +100,15 @@ typedef int (*record_fn)(struct profiler *p, const struct raw_record *rec, void 
 
 struct profiler_ops {
 	const char *name;		/* "oncpu": --NAME on the command line, map pin names */
-	enum profiler_id id;		/* its bit in control.enabled */
+	enum profiler_id id;		/* its bit in control.enabled, its slot in opts.config */
 	const char *title;		/* "On-CPU" */
+	const char *help;		/* what --NAME profiles, one line */
+	bool by_default;		/* chosen when no profiler is named */
+	const char *skywalking_target;	/* the SkyWalking TargetType it serves ("ON_CPU"), or NULL */
+	const struct profiler_option *options;	/* ends with { NULL } */
+	size_t config_size;		/* sizeof(struct X_config), <= PROFILER_CONFIG_MAX */
+	void (*config_defaults)(void *config);
+	bool (*config_check)(const void *config);	/* across options; false after one line */
 	int nraw;			/* u64s in the BPF counts value */
 	int folded_raw;			/* the raw u64 that weighs NAME_folded and dump lines */
 	uint64_t needs;			/* FEAT_BIT()s of the kernel features it cannot run without */
@@ -73,7 +121,7 @@ struct profiler_ops {
 	void (*to_values)(const struct profiler *p, const uint64_t *raw, uint64_t *values);
 	int64_t (*period)(const struct profiler *p);
 
-	/* open + configure + load; fills the common fds in @p. */
+	/* Opens and loads the skeleton: PROFILER_OPEN_SKEL(p, NAME). */
 	int (*open)(struct profiler *p, const struct profiler_opts *opts);
 	int (*attach)(struct profiler *p);
 	void (*close)(struct profiler *p);
@@ -84,23 +132,23 @@ struct profiler {
 	const struct profiler_ops *ops;
 	struct profiler_opts opts;
 	void *skel;			/* owned by the ops; NULL when taken over from pins */
+	struct bpf_object *obj;		/* the skeleton's object */
 	bool pinned;			/* fds come from bpffs pins: close them ourselves */
 	void *priv;			/* ops-private (e.g. perf event fds) */
 	struct bpf_link **links;	/* everything attach created, for pinning and close */
 	int nlinks;
 	bool links_pinned;		/* close must leave the links attached */
-	int control_fd;
-	int target_pids_fd;
-	int stacks_fd;
-	int stats_fd;
-	int events_fd;			/* ring buffer of struct aperture_event */
-	int seen_tgids_fd;		/* processes announced through events */
-	int totals_fd;			/* never drained; filled while control.keep_totals */
-	int active_fd;			/* ARRAY_OF_MAPS, slot 0 = live counts map */
-	int counts_fd[2];		/* the two generations */
-	int live;			/* index into counts_fd of the live one */
+	int fd[MAP_SLOT_MAX];		/* see enum map_slot */
+	bool owns_shared;		/* created the run's shared maps: watches their ring buffer */
+	int live;			/* MAP_COUNTS_0 + live is the live generation */
 	uint64_t drained_events;	/* sum of raw value 0 over all drains */
 };
+
+/* This kind's config in @opts. */
+static inline void *profiler_config(const struct profiler_opts *opts, const struct profiler_ops *ops)
+{
+	return (void *)opts->config[ops->id];
+}
 
 extern const struct profiler_ops profiler_oncpu;
 extern const struct profiler_ops profiler_offcpu;
@@ -151,55 +199,34 @@ void profiler_profile_init(const struct profiler *p, struct profile *prof, struc
 /* Keeps @link for pinning and destroys it at close; NULL link: -errno of the failed attach. */
 int profiler_add_link(struct profiler *p, struct bpf_link *link);
 
-/* Shared by the ops: write the control struct from opts, fill target_pids. */
+/* Shared by the ops: write the control struct and the config from opts, fill target_pids. */
 int profiler_configure(struct profiler *p);
 
 extern const char *const stat_names[STAT_MAX];
+/* Of @stats[STAT_MAX], the events dropped (stats that are losses). */
+uint64_t profiler_lost(const uint64_t *stats);
 
-
-/*
- * Every skeleton has the maps of bpf/common.bpf.h under the same names:
- * these two macros size them before load and take their fds after.
- */
-#define PROFILER_PREPARE_MAPS(p, skel)					\
-	profiler_prepare_maps(p, (skel)->maps.counts_0, (skel)->maps.counts_1,	\
-			      (skel)->maps.totals, (skel)->maps.stacks,		\
-			      (skel)->maps.control, (skel)->maps.target_pids)
-
-#define PROFILER_TAKE_MAPS(p, skel) do {					\
-	(p)->control_fd = bpf_map__fd((skel)->maps.control);			\
-	(p)->target_pids_fd = bpf_map__fd((skel)->maps.target_pids);		\
-	(p)->stacks_fd = bpf_map__fd((skel)->maps.stacks);			\
-	(p)->stats_fd = bpf_map__fd((skel)->maps.stats);			\
-	(p)->events_fd = bpf_map__fd((skel)->maps.events);			\
-	(p)->seen_tgids_fd = bpf_map__fd((skel)->maps.seen_tgids);		\
-	(p)->active_fd = bpf_map__fd((skel)->maps.active_counts);		\
-	(p)->totals_fd = bpf_map__fd((skel)->maps.totals);			\
-	(p)->counts_fd[0] = bpf_map__fd((skel)->maps.counts_0);			\
-	(p)->counts_fd[1] = bpf_map__fd((skel)->maps.counts_1);			\
-	(p)->live = 0;								\
-	profiler_share_maps(p);							\
-} while (0)
 
 /*
  * The whole of a profiler's open: open the skeleton NAME_bpf, size and share
- * its maps, load it, take its fds.  Evaluates to 0 or a negative errno.
+ * its maps (profiler_prepare), load it, take its fds (profiler_take_maps).
+ * Evaluates to 0 or a negative errno.
  */
 #define PROFILER_OPEN_SKEL(p, name) ({						\
 	struct name##_bpf *__skel = name##_bpf__open();				\
 	int __err = __skel ? 0 : -errno;					\
 	if (__skel) {								\
 		(p)->skel = __skel;						\
-		__err = PROFILER_PREPARE_MAPS(p, __skel) ?: name##_bpf__load(__skel); \
+		(p)->obj = __skel->obj;						\
+		__err = profiler_prepare(p) ?: name##_bpf__load(__skel);	\
 		if (!__err)							\
-			PROFILER_TAKE_MAPS(p, __skel);				\
+			__err = profiler_take_maps(p);				\
 	}									\
 	__err; })
 
-struct bpf_map;
-int profiler_prepare_maps(struct profiler *p, struct bpf_map *counts_0, struct bpf_map *counts_1,
-			  struct bpf_map *totals, struct bpf_map *stacks,
-			  struct bpf_map *control, struct bpf_map *target_pids);
-void profiler_share_maps(struct profiler *p);
+int profiler_prepare(struct profiler *p);
+int profiler_take_maps(struct profiler *p);
+/* Attaches every tracing program of @p's object (tp_btf, fentry, ...). */
+int profiler_attach_tracing(struct profiler *p);
 
 #endif /* PROFILER_H */

@@ -34,7 +34,6 @@ struct record_opts {
 	struct profiler_opts prof;
 	uint32_t pids[MAX_PIDS];
 	uint64_t duration_s;		/* 0: until the command exits or Ctrl-C */
-	bool want[MAX_PROFILERS];	/* indexed like profilers[] */
 	const char *outputs[MAX_OUTPUTS];
 	int noutputs;
 	const char *format;		/* NULL: from each file name */
@@ -57,13 +56,12 @@ struct record_run {
 	uint64_t start_ns;
 };
 
-enum { OPT_ONCPU = 256, OPT_OFFCPU, OPT_WEIGHT, OPT_FORMAT, OPT_TOP, OPT_HELP, OPT_VERSION };
+enum { OPT_WEIGHT = 256, OPT_FORMAT, OPT_TOP, OPT_HELP, OPT_VERSION };
 
-static const struct option long_options[] = {
-	CLI_PROFILER_LONG_OPTIONS,
+#define RECORD_PROFILER_OPTIONS (CLI_TARGETS | CLI_KIND_FLAGS | CLI_KIND_OPTIONS)
+
+static const struct option record_options[] = {
 	{ "duration", required_argument, NULL, 'd' },
-	{ "oncpu", no_argument, NULL, OPT_ONCPU },
-	{ "offcpu", no_argument, NULL, OPT_OFFCPU },
 	{ "weight", required_argument, NULL, OPT_WEIGHT },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, OPT_FORMAT },
@@ -71,7 +69,6 @@ static const struct option long_options[] = {
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 },
 };
 
 static void usage(FILE *out)
@@ -80,54 +77,59 @@ static void usage(FILE *out)
 "Usage: aperture record [OPTIONS] [-- COMMAND [ARGS...]]\n"
 "Profile the machine (or some processes) for a while and write profiles.\n"
 "\n"
-"What to profile:\n"
-"  --oncpu                 where CPU time goes (default when neither is given)\n"
-"  --offcpu                where threads block: off-CPU time and switch counts\n"
-"  -p, --pid PID[,PID...]  only these processes (and their threads)\n"
-"      --cgroup PATH       only tasks in this cgroup v2 directory\n"
-"  -- COMMAND ARGS         run COMMAND and profile only it, until it exits\n"
-"  -U, --user-only         user stacks only\n"
-"  -K, --kernel-only       kernel stacks only\n"
-"      --include-idle      count the idle task (on-CPU)\n"
+"What to profile:\n");
+	cli_profiler_help(out, CLI_KIND_FLAGS | CLI_TARGETS);
+	fprintf(out,
+"  -- COMMAND ARGS          run COMMAND and profile only it, until it exits\n"
 "\n"
 "How:\n"
-"  -F, --freq HZ           on-CPU samples per second per CPU (default 99)\n"
-"  -d, --duration SECONDS  how long (default 10; with COMMAND: until it exits)\n"
-"      --min-block-us N    off-CPU: ignore blocks shorter than N us (default 1)\n"
-"      --max-block-us N    off-CPU: ignore blocks longer than N us (default: none)\n"
-"      --state S           off-CPU: blocked (default: S and D sleeps), interruptible,\n"
-"                          uninterruptible, or all (also counts preemption)\n"
+"  -d, --duration SECONDS   how long (default 10; with COMMAND: until it exits)\n");
+	cli_profiler_help(out, CLI_KIND_OPTIONS);
+	fprintf(out,
 "\n"
 "Output:\n"
-"  -o, --output FILE       write here; repeatable (default profile.pb.gz). The format\n"
-"                          follows the name: .pb.gz/.pprof pprof, .folded/.txt folded\n"
-"                          stacks, .svg flame graph. With --oncpu --offcpu, each file\n"
-"                          name gets the kind inserted: p.oncpu.svg, p.offcpu.svg\n"
-"      --format F          force the format of every output: %s\n"
-"      --weight W          folded/svg weight: samples (on-CPU), time or switches (off-CPU)\n"
-"      --top N             print the N hottest functions (default 15, 0: none)\n"
-"  -v, --verbose           more messages (twice: libbpf debug)\n"
+"  -o, --output FILE        write here; repeatable (default profile.pb.gz). The format\n"
+"                           follows the name: .pb.gz/.pprof pprof, .folded/.txt folded\n"
+"                           stacks, .svg flame graph. With several profilers, each file\n"
+"                           name gets the profiler inserted: p.oncpu.svg, p.offcpu.svg\n"
+"      --format F           force the format of every output: %s\n"
+"      --weight W           folded/svg weight: samples (on-CPU), time or switches (off-CPU)\n"
+"      --top N              print the N hottest functions (default 15, 0: none)\n"
+"  -v, --verbose            more messages (twice: libbpf debug)\n"
 "      --help, --version\n", exporter_names());
 }
 
-static void want_profiler(struct record_opts *o, const char *name)
+/* record's own options and the profiler options, for getopt_long. */
+static bool build_options(struct option *opts, int max, char *shorts, size_t shorts_len)
 {
-	for (int i = 0; profilers[i]; i++)
-		if (strcmp(profilers[i]->name, name) == 0)
-			o->want[i] = true;
+	int n = 0;
+
+	snprintf(shorts, shorts_len, "+d:o:v");
+	opts[0] = (struct option){ 0 };
+	for (size_t i = 0; i < sizeof(record_options) / sizeof(record_options[0]); i++) {
+		if (n + 1 >= max)
+			return false;
+		opts[n++] = record_options[i];
+		opts[n] = (struct option){ 0 };
+	}
+	return cli_profiler_getopt(RECORD_PROFILER_OPTIONS, opts, &n, max, shorts, shorts_len);
 }
 
 /* Returns 0 to go on, or an exit code (0 after --help). */
 static int parse_args(struct record_opts *o, int argc, char **argv)
 {
+	struct option long_options[64];
+	char shorts[32];
 	int c, handled;
 
+	if (!build_options(long_options, 64, shorts, sizeof(shorts)))
+		return EXIT_RUNTIME;
 	cli_profiler_defaults(&o->prof);
 	o->top = 15;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+" CLI_PROFILER_SHORT "d:o:v", long_options, NULL)) != -1) {
-		handled = cli_profiler_option(c, optarg, &o->prof, o->pids, MAX_PIDS);
+	while ((c = getopt_long(argc, argv, shorts, long_options, NULL)) != -1) {
+		handled = cli_profiler_option(RECORD_PROFILER_OPTIONS, c, optarg, &o->prof, o->pids, MAX_PIDS);
 		if (handled < 0)
 			return EXIT_USAGE;
 		if (handled)
@@ -136,12 +138,6 @@ static int parse_args(struct record_opts *o, int argc, char **argv)
 		case 'd':
 			if (!cli_parse_u64("-d", optarg, 1, 365ull * 86400, &o->duration_s))
 				return EXIT_USAGE;
-			break;
-		case OPT_ONCPU:
-			want_profiler(o, "oncpu");
-			break;
-		case OPT_OFFCPU:
-			want_profiler(o, "offcpu");
 			break;
 		case OPT_WEIGHT:
 			if (strcmp(optarg, "samples") && strcmp(optarg, "time") && strcmp(optarg, "switches")) {
@@ -191,13 +187,9 @@ static int parse_args(struct record_opts *o, int argc, char **argv)
 	return 0;
 }
 
-static int count_wanted(const struct record_opts *o)
+static bool wanted(const struct record_opts *o, const struct profiler_ops *ops)
 {
-	int n = 0;
-
-	for (int i = 0; profilers[i]; i++)
-		n += o->want[i];
-	return n;
+	return o->prof.kinds & (1u << ops->id);
 }
 
 /* "p.pb.gz" + "oncpu" -> "p.oncpu.pb.gz"; the caller frees. */
@@ -305,7 +297,7 @@ static int open_profilers(struct record_run *run)
 	for (int i = 0; profilers[i]; i++) {
 		struct profiler *p;
 
-		if (!o->want[i])
+		if (!wanted(o, profilers[i]))
 			continue;
 		err = profiler_open(&p, profilers[i], &o->prof);
 		if (err)
@@ -354,12 +346,6 @@ static int snapshot_all(struct record_run *run)
 	return 0;
 }
 
-static uint64_t lost_events(const uint64_t *stats)
-{
-	return stats[STAT_STACKS_FULL] + stats[STAT_STACKS_NOMEM] + stats[STAT_COUNTS_FULL] + stats[STAT_START_FULL] +
-	       stats[STAT_NO_COUNTS_MAP] + stats[STAT_OTHER];
-}
-
 static void status_line(struct record_run *run, uint64_t now)
 {
 	uint64_t stats[STAT_MAX];
@@ -369,7 +355,7 @@ static void status_line(struct record_run *run, uint64_t now)
 		if (profiler_stats(run->profs[i], stats))
 			continue;
 		fprintf(stderr, "  %s: %" PRIu64 " events, %" PRIu64 " lost",
-			run->profs[i]->ops->name, stats[STAT_EVENTS], lost_events(stats));
+			run->profs[i]->ops->name, stats[STAT_EVENTS], profiler_lost(stats));
 	}
 	fprintf(stderr, "   \b\b\b");
 	fflush(stderr);
@@ -439,7 +425,7 @@ static void report_stats(struct record_run *run)
 		}
 		fprintf(stderr, "aperture: %s: %" PRIu64 " %s, %" PRIu64 " lost%s%s%s\n",
 			p->ops->name, p->drained_events, p->ops->value_types[0].type,
-			lost_events(stats), len ? " (" : "", detail, len ? ")" : "");
+			profiler_lost(stats), len ? " (" : "", detail, len ? ")" : "");
 	}
 }
 
@@ -592,11 +578,12 @@ static void run_cleanup(struct record_run *run)
 int record_main(int argc, char **argv)
 {
 	struct record_run run = {
-		.child_go_fd = -1, .child_status_fd = -1, .shared = PROFILER_SHARED_INIT,
+		.child_go_fd = -1, .child_status_fd = -1,
 	};
 	struct record_opts *o = &run.opts;
 	int err;
 
+	profiler_shared_init(&run.shared);
 	err = parse_args(o, argc, argv);
 	if (err)
 		return err < 0 ? 0 : err;
@@ -608,8 +595,6 @@ int record_main(int argc, char **argv)
 		o->duration_s = 10;
 	if (!cli_profiler_check(&o->prof))
 		return EXIT_USAGE;
-	if (!count_wanted(o))
-		want_profiler(o, "oncpu");
 	err = check_outputs(o);
 	if (err)
 		return err;

@@ -696,7 +696,8 @@ static int select_samples(const struct profile *prof, const uint32_t *pids, size
 static size_t sum_group(const struct profile *prof, const struct sample_ref *refs, size_t n,
 			struct stack_group *g)
 {
-	bool offcpu = prof->kind && !strcmp(prof->kind, "offcpu");
+	/* SkyWalking's OFF_CPU data carries a duration besides the count. */
+	bool offcpu = prof->skywalking_target && !strcmp(prof->skywalking_target, "OFF_CPU");
 	int count_idx = value_index(prof, "count", 0);
 	int ns_idx = value_index(prof, "nanoseconds", 1);
 	size_t j;
@@ -713,7 +714,8 @@ static size_t sum_group(const struct profile *prof, const struct sample_ref *ref
 int sw_profile_messages(const struct profile *prof, const uint32_t *pids, size_t npids,
 			const struct sw_task_meta *meta, struct sw_msgs *out, uint64_t *total)
 {
-	bool offcpu = prof->kind && !strcmp(prof->kind, "offcpu");
+	/* SkyWalking's OFF_CPU data carries a duration besides the count. */
+	bool offcpu = prof->skywalking_target && !strcmp(prof->skywalking_target, "OFF_CPU");
 	struct sample_ref *refs;
 	size_t nrefs, i, len;
 	int added = 0, err;

@@ -68,7 +68,7 @@ D=$!; _bg_pids+=("$D")
 ok "daemon without iterators starts" wait_pin "$DIR/offcpu_active"
 is "no iterator pins" "$(ls "$DIR" | grep -cE '_folded$|^processes$')" 0
 missing=""
-for f in control target_pids oncpu_active oncpu_totals oncpu_stacks oncpu_link_0 offcpu_active offcpu_totals offcpu_link_0; do
+for f in control target_pids events seen_tgids oncpu_config oncpu_active oncpu_totals oncpu_stacks oncpu_link_0 offcpu_config offcpu_active offcpu_totals offcpu_link_0; do
 	[ -e "$DIR/$f" ] || missing="$missing $f"
 done
 is "every other pin exists" "$missing" ""

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * New-process notifications to user space, so that a process's memory maps
+ * are read while it lives: one that exits before the next snapshot is still
+ * symbolized.  The maps are shared by the profilers of a run, and so is the
+ * exec program: every kind's object has it, only the first one loads it.
+ */
+#ifndef LIB_NOTIFY_BPF_H
+#define LIB_NOTIFY_BPF_H
+
+#include "lib/stats.bpf.h"
+
+/*
+ * tgids already announced to user space.  LRU: an evicted tgid is announced
+ * again, which only costs user space a cheap "already tracked" check.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u8);
+} seen_tgids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} events SEC(".maps");
+
+/* Announces @tgid the first time it shows up. */
+static __always_inline void process_seen(__u32 tgid)
+{
+	struct aperture_event *event;
+	__u8 one = 1;
+
+	if (bpf_map_lookup_elem(&seen_tgids, &tgid))
+		return;
+	bpf_map_update_elem(&seen_tgids, &tgid, &one, BPF_ANY);
+	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+	if (!event) {
+		stat_inc(STAT_EVENTS_LOST);
+		return;
+	}
+	event->type = EVENT_NEW_PROCESS;
+	event->tgid = tgid;
+	bpf_ringbuf_submit(event, 0);
+}
+
+/* After exec the maps are new: announce the process again. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(process_exec, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	bpf_map_delete_elem(&seen_tgids, &tgid);
+	return 0;
+}
+
+#endif /* LIB_NOTIFY_BPF_H */
