@@ -9,25 +9,51 @@ LLVM_STRIP ?= $(shell command -v llvm-strip || command -v llvm-strip-14 || echo 
 PY3        ?= /usr/bin/python3
 NANOPB_GEN ?= /usr/bin/nanopb_generator.py
 BUILD      := build
-ARCH       := x86
+# The BPF target architecture (bpf_tracing.h's PT_REGS) and the multiarch include dir.
+UNAME_M    := $(shell uname -m)
+ARCH       := $(or $(patsubst x86_64,x86,$(filter x86_64,$(UNAME_M))),$(patsubst aarch64,arm64,$(filter aarch64,$(UNAME_M))),$(UNAME_M))
+MULTIARCH  := $(shell $(CC) -dumpmachine)
 
-BPF_SRCS   := $(wildcard bpf/*.bpf.c)
-BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
-SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+# `make V=1` shows the commands.
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-8s %s\n' $(1) $(2)
+endif
+
+# Sources by folder: adding a file is all it takes.
+BPF_SRCS   := $(wildcard bpf/*.bpf.c bpf/*/*.bpf.c)
+BPF_OBJS   := $(patsubst %.bpf.c,$(BUILD)/%.bpf.o,$(notdir $(BPF_SRCS)))
+SKELS      := $(patsubst %.bpf.c,$(BUILD)/%.skel.h,$(notdir $(BPF_SRCS)))
+BPF_DIRS   := bpf $(sort $(patsubst %/,%,$(dir $(wildcard bpf/*/*.h bpf/*/*.bpf.c))))
 PROTOS     := $(shell find proto -name '*.proto' 2>/dev/null)
 PB_SRCS    := $(patsubst proto/%.proto,$(BUILD)/gen/%.pb.c,$(PROTOS))
-USER_SRCS  := $(wildcard user/*.c)
-OBJS       := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS)) \
-              $(patsubst %.c,%.o,$(PB_SRCS))
+PB_OBJS    := $(patsubst %.c,%.o,$(PB_SRCS))
+USER_DIRS  := $(patsubst %/,%,$(sort $(dir $(wildcard user/*/*.c user/*/*.h))))
+USER_SRCS  := $(wildcard user/*/*.c)
+USER_HDRS  := $(wildcard user/*/*.h bpf/*.h bpf/*/*.h)
+USER_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
+MAIN_OBJ   := $(BUILD)/user/cmd/main.o
+# Everything but main(): the tests link this same archive.
+LIB        := $(BUILD)/libaperture.a
+LIB_OBJS   := $(filter-out $(MAIN_OBJ),$(USER_OBJS)) $(PB_OBJS)
+
+vpath %.bpf.c $(sort $(dir $(BPF_SRCS)))
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
-              -Ivmlinux -Ibpf -I/usr/include/x86_64-linux-gnu
+              -Ivmlinux -Ibpf -I/usr/include/$(MULTIARCH)
+INCLUDES   := $(addprefix -I,$(USER_DIRS) $(BPF_DIRS)) -I$(BUILD) -I$(BUILD)/gen -I/usr/include/nanopb
 CFLAGS     ?= -O2 -g
 CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
-              -Ibpf -Iuser -I$(BUILD) -I$(BUILD)/gen -I/usr/include/nanopb \
-              -DAPERTURE_VERSION='"$(VERSION)"' -D_GNU_SOURCE
+              $(INCLUDES) -DAPERTURE_VERSION='"$(VERSION)"' -D_GNU_SOURCE
 LDLIBS     := -Wl,--start-group -lbpf -lnghttp2 -lprotobuf-nanopb -ldw -lelf -lz -llzma -lbz2 -lzstd \
               -lpthread -lm -Wl,--end-group
+# What tests/Makefile needs to link against the archive.
+export APERTURE_LIB := $(abspath $(LIB))
+export APERTURE_INCLUDES := $(foreach d,$(USER_DIRS) $(BPF_DIRS) $(BUILD) $(BUILD)/gen,-I$(abspath $(d))) -I/usr/include/nanopb
+export APERTURE_LDLIBS := $(LDLIBS)
 
 .DELETE_ON_ERROR:
 # Generated sources and skeletons are kept (no intermediate-file deletion).
@@ -39,32 +65,42 @@ all: aperture
 deps:
 	@bash tools/deps.sh
 
-aperture: $(OBJS)
+aperture: $(MAIN_OBJ) $(LIB)
+	$(call msg,LINK,$@)
 	@# glibc warns that dlopen (libdw's debuginfod hook) cannot work statically: expected, hidden.
-	$(CC) -static -o $(BUILD)/aperture.unstripped $(OBJS) $(LDLIBS) 2> $(BUILD)/link.log || { cat $(BUILD)/link.log; exit 1; }
+	$(Q)$(CC) -static -o $(BUILD)/aperture.unstripped $(MAIN_OBJ) $(LIB) $(LDLIBS) 2> $(BUILD)/link.log || { cat $(BUILD)/link.log; exit 1; }
 	@grep -v 'statically linked applications requires at runtime\|in function' $(BUILD)/link.log || true
-	strip -o $@.tmp $(BUILD)/aperture.unstripped
+	$(Q)strip -o $@.tmp $(BUILD)/aperture.unstripped
 	@mv -f $@.tmp $@	# atomic: a running aperture is not disturbed
 	@echo "aperture: $$(stat -c %s $@) bytes, $$(file -b $@ | grep -o 'statically linked')"
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/vmlinux.h | $(BUILD)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/%.bpf.o: %.bpf.c $(wildcard bpf/*.h bpf/*/*.h) vmlinux/vmlinux.h | $(BUILD)
+	$(call msg,BPF,$<)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	@# DWARF is only for debugging; BTF (kept) is what CO-RE and bpftool need.
-	$(LLVM_STRIP) -g $@
+	$(Q)$(LLVM_STRIP) -g $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
-	$(BPFTOOL) gen skeleton $< name $*_bpf > $@
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
 $(BUILD)/gen/%.pb.c $(BUILD)/gen/%.pb.h: proto/%.proto $(wildcard proto/*.options proto/*/*.options proto/*/*/*.options)
 	@mkdir -p $(BUILD)/gen
-	$(PY3) $(NANOPB_GEN) -q -I proto -D $(BUILD)/gen $(patsubst proto/%,%,$<)
+	$(call msg,NANOPB,$<)
+	$(Q)$(PY3) $(NANOPB_GEN) -q -I proto -D $(BUILD)/gen $(patsubst proto/%,%,$<)
 
 $(BUILD)/gen/%.pb.o: $(BUILD)/gen/%.pb.c
-	$(CC) $(CFLAGS) -Wno-error -c $< -o $@
+	$(call msg,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -Wno-error -c $< -o $@
 
-$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) bpf/aperture.h $(SKELS) $(patsubst %.c,%.h,$(PB_SRCS)) | $(BUILD)
-	@mkdir -p $(BUILD)/user
-	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/user/%.o: user/%.c $(USER_HDRS) $(SKELS) $(patsubst %.c,%.h,$(PB_SRCS)) | $(BUILD)
+	@mkdir -p $(dir $@)
+	$(call msg,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD):
 	@mkdir -p $(BUILD)/user $(BUILD)/gen

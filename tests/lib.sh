@@ -38,7 +38,6 @@ _cleanup() {
 	wait 2>/dev/null
 	rm -rf "$TMP"
 }
-trap _cleanup EXIT
 
 require_root() { [ "$(id -u)" = 0 ] || skip_all "needs root"; }
 

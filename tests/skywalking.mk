@@ -3,13 +3,11 @@
 # nanopb output (an independent protobuf implementation).
 SW_PROTOS := common/Common.proto common/Command.proto ebpf/profiling/Profile.proto
 SW_PBC    := $(patsubst %.proto,$(B)/pbc/%.pb-c.c,$(SW_PROTOS))
-SW_CFLAGS := -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
-             -DAPERTURE_VERSION='"test"' -I../user
 
 all: $(B)/grpc_probe $(B)/swdecode
 
-$(B)/grpc_probe: oap/grpc_probe.c ../user/grpc.c ../user/grpc.h ../user/util.c | $(B)
-	$(CC) $(SW_CFLAGS) -o $@ oap/grpc_probe.c ../user/grpc.c ../user/util.c -lnghttp2
+$(B)/grpc_probe: oap/grpc_probe.c $(APERTURE_LIB) | $(B)
+	$(CC) $(TEST_CFLAGS) -o $@ $^ $(APERTURE_LDLIBS)
 
 $(SW_PBC): $(addprefix ../proto/,$(SW_PROTOS)) | $(B)
 	@mkdir -p $(B)/pbc

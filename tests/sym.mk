@@ -4,12 +4,7 @@
 SYM_SRC      := workloads/sym
 SYM_TMP      := $(B)/sym
 SYM_FCFLAGS  := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall
-SYM_CFLAGS   := -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
-                -Wno-missing-field-initializers -I../user -I../bpf -D_GNU_SOURCE
-SYM_LIBS     := -ldw -lelf -lz -llzma -lbz2 -lzstd
-# The driver compiles the symbolizer's sources itself: it does not need the
-# rest of the tree (skeletons, generated protobuf code) to build.
-SYM_OBJS     := $(patsubst %,$(SYM_TMP)/%.o,symbolize elfsyms kallsyms symtab strintern util)
+# The driver links the symbolizer from the binary's own archive.
 SYM_FIXTURES := $(addprefix $(B)/,apsym_pie libapsym.so apsym_lib apsym_mini apsym_nosym \
                 apsym_dlink apsym_jit)
 
@@ -23,11 +18,8 @@ $(SYM_TMP):
 # Rebuilt when the recipes here change.
 $(SYM_FIXTURES): sym.mk
 
-$(SYM_TMP)/%.o: ../user/%.c $(wildcard ../user/*.h) | $(SYM_TMP)
-	$(CC) $(SYM_CFLAGS) -c $< -o $@
-
-$(B)/symtest: unit/symtest.c $(SYM_OBJS) | $(B)
-	$(CC) $(SYM_CFLAGS) -o $@ $^ $(SYM_LIBS)
+$(B)/symtest: unit/symtest.c $(APERTURE_LIB) | $(B)
+	$(CC) $(TEST_CFLAGS) -o $@ $^ $(APERTURE_LDLIBS)
 
 # (1) PIE executable.
 $(B)/apsym_pie: $(SYM_SRC)/hot.c | $(B)

@@ -111,7 +111,7 @@ static int fill_big(struct profile *p, size_t n, char **names, struct profile_fr
 	size_t i;
 
 	fill_profile(p);
-	p->samples = xcalloc(n, sizeof(*p->samples));
+	p->samples = calloc_logged(n, sizeof(*p->samples));
 	if (!p->samples)
 		return -ENOMEM;
 	p->nsamples = n;
@@ -132,8 +132,8 @@ static int write_big(const char *path, size_t n)
 {
 	const struct exporter *e = exporter_for_path(path);
 	struct export_opts opts = { .value_index = -1 };
-	struct profile_frame *frames = xcalloc(2 * n, sizeof(*frames));
-	char **names = xcalloc(n, sizeof(*names));
+	struct profile_frame *frames = calloc_logged(2 * n, sizeof(*frames));
+	char **names = calloc_logged(n, sizeof(*names));
 	struct profile p = { 0 };
 	size_t i;
 	int err = -ENOMEM;

@@ -326,7 +326,7 @@ static void take_shared(struct profiler *p)
 int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 			 const struct profiler_opts *opts, const char *dir)
 {
-	struct profiler *p = xcalloc(1, sizeof(*p));
+	struct profiler *p = calloc_logged(1, sizeof(*p));
 	const char *name = ops->name;
 	int err, live;
 

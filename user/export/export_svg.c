@@ -89,7 +89,7 @@ static int tree_grow(struct svg_tree *t)
 		return 0;
 	free(t->slots);
 	t->nslots = nslots ? nslots * 2 : 2048;
-	t->slots = xcalloc(t->nslots, sizeof(*t->slots));
+	t->slots = calloc_logged(t->nslots, sizeof(*t->slots));
 	if (!t->slots)
 		return -ENOMEM;
 	for (i = 1; i < t->n; i++)	/* the root is never looked up */
@@ -171,7 +171,7 @@ static int tree_index_children(struct svg_tree *t)
 {
 	size_t i;
 
-	t->order = xcalloc(t->n, sizeof(*t->order));
+	t->order = calloc_logged(t->n, sizeof(*t->order));
 	if (!t->order)
 		return -ENOMEM;
 	for (i = 1; i < t->n; i++)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Stacks, stored once each in a hash map keyed by a hash of their frames. */
-#ifndef LIB_STACKS_BPF_H
-#define LIB_STACKS_BPF_H
+#ifndef UNWIND_STACKS_BPF_H
+#define UNWIND_STACKS_BPF_H
 
 #include "lib/stats.bpf.h"
 
@@ -95,4 +95,4 @@ static __always_inline void stacks_fill(void *ctx, const struct aperture_control
 }
 
 
-#endif /* LIB_STACKS_BPF_H */
+#endif /* UNWIND_STACKS_BPF_H */

@@ -47,7 +47,7 @@ bool cli_parse_u64(const char *what, const char *arg, uint64_t min, uint64_t max
 
 int cli_parse_pids(const char *arg, uint32_t *pids, int max)
 {
-	char *copy = xstrdup(arg), *save = NULL, *tok;
+	char *copy = strdup_logged(arg), *save = NULL, *tok;
 	int n = 0;
 
 	if (!copy)

@@ -2,6 +2,7 @@
 /* aperture: an eBPF profiler.  main() only dispatches to a command. */
 #include <stdio.h>
 #include <string.h>
+#include "agent.h"
 #include "cli.h"
 #include "daemon.h"
 #include "doctor.h"
@@ -9,8 +10,6 @@
 #include "record.h"
 #include "util.h"
 
-/* Commands living in optional modules resolve to NULL when not linked. */
-int agent_main(int argc, char **argv) __attribute__((weak));
 
 /* `run --oap` is the SkyWalking agent; without it, the local pinned daemon. */
 static int run_main(int argc, char **argv)
@@ -19,10 +18,6 @@ static int run_main(int argc, char **argv)
 		if (strcmp(argv[i], "--") == 0)
 			break;
 		if (strcmp(argv[i], "--oap") == 0 || strncmp(argv[i], "--oap=", 6) == 0) {
-			if (!agent_main) {
-				log_error("run --oap: the SkyWalking agent is not built into this binary");
-				return EXIT_RUNTIME;
-			}
 			return agent_main(argc, argv);
 		}
 	}
@@ -67,10 +62,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(argv[1], commands[i].name))
 			continue;
-		if (!commands[i].main) {
-			log_error("%s: not built into this binary", argv[1]);
-			return EXIT_RUNTIME;
-		}
 		return commands[i].main(argc - 1, argv + 1);
 	}
 	log_error("unknown command '%s' (try aperture --help)", argv[1]);

@@ -12,8 +12,9 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int log_verbose;	/* -v: log_info prints */
 
-void *xcalloc(size_t n, size_t size);	/* NULL on failure, after logging */
-char *xstrdup(const char *s);
+/* calloc and strdup that log a failure (one line) and return NULL: callers degrade. */
+void *calloc_logged(size_t n, size_t size);
+char *strdup_logged(const char *s);
 
 uint64_t now_ns(int clock);		/* clock_gettime in ns */
 bool str_ends_with(const char *s, const char *suffix);

@@ -455,7 +455,7 @@ static int write_outputs(struct record_run *run)
 		for (int k = 0; k < o->noutputs; k++) {
 			const struct exporter *ex = output_exporter(o, o->outputs[k]);
 			char *path = run->nprofs > 1 ? path_with_kind(o->outputs[k], prof->kind) :
-						       xstrdup(o->outputs[k]);
+						       strdup_logged(o->outputs[k]);
 
 			if (!path)
 				return -ENOMEM;
@@ -541,7 +541,7 @@ static void print_top(const struct profile *prof, int value_index, size_t top)
 		}
 		(*slot)->weight += s->values[value_index];
 	}
-	table.rows = xcalloc(distinct, sizeof(*table.rows));
+	table.rows = calloc_logged(distinct, sizeof(*table.rows));
 	if (!table.rows)
 		goto cleanup;
 	twalk_r(root, collect_leaf, &table);

@@ -277,7 +277,7 @@ static char *read_cmdline(uint32_t pid)
 			buf[i] = ' ';
 	while (n > 0 && buf[n - 1] == ' ')
 		buf[--n] = '\0';
-	return xstrdup(buf);
+	return strdup_logged(buf);
 }
 
 static void proc_free(struct agent_proc *p)
@@ -295,14 +295,14 @@ static void proc_free(struct agent_proc *p)
 static struct agent_proc *proc_new(struct agent *a, uint32_t pid, uint64_t start, const char *exe,
 				   const char *comm)
 {
-	struct agent_proc *p = xcalloc(1, sizeof(*p));
+	struct agent_proc *p = calloc_logged(1, sizeof(*p));
 	const char *base = base_name(exe);
 
 	if (!p)
 		return NULL;
-	p->name = xstrdup(*base ? base : comm);
-	p->service = xstrdup(a->o.service ? a->o.service : a->hostname);
-	p->instance = xstrdup(a->o.instance ? a->o.instance : p->name ? p->name : comm);
+	p->name = strdup_logged(*base ? base : comm);
+	p->service = strdup_logged(a->o.service ? a->o.service : a->hostname);
+	p->instance = strdup_logged(a->o.instance ? a->o.instance : p->name ? p->name : comm);
 	p->cmdline = read_cmdline(pid);
 	if (!p->name || !p->service || !p->instance || !p->cmdline) {
 		proc_free(p);
@@ -594,7 +594,7 @@ static void accept_task(struct agent *a, struct sw_task *t, uint32_t *pids, size
 		sw_task_free(&task->t);
 		free(task->pids);
 	} else {
-		task = xcalloc(1, sizeof(*task));
+		task = calloc_logged(1, sizeof(*task));
 		if (!task || task_add(a, task)) {
 			free(task);
 			goto drop;
@@ -845,7 +845,7 @@ static void spool_drop_oldest(struct spool *s)
 /* Queues @msgs (taken); drops the oldest batches to stay under the limit. */
 static void spool_push(struct spool *s, struct sw_msgs *msgs)
 {
-	struct spool_batch *b = xcalloc(1, sizeof(*b));
+	struct spool_batch *b = calloc_logged(1, sizeof(*b));
 	uint64_t dropped = s->dropped_msgs;
 
 	if (!b) {
@@ -1149,7 +1149,7 @@ static char *read_token_file(const char *path)
 		log_error("--token-file %s: empty", path);
 		return NULL;
 	}
-	return xstrdup(start);
+	return strdup_logged(start);
 }
 
 static bool add_cgroup(struct agent_opts *o, const char *arg)
@@ -1198,7 +1198,7 @@ static int check_args(struct agent_opts *o, const char *token_file)
 		if (!o->token)
 			return EXIT_USAGE;
 	} else if (env && *env) {
-		o->token = xstrdup(env);
+		o->token = strdup_logged(env);
 		if (!o->token)
 			return EXIT_RUNTIME;
 	}

@@ -91,7 +91,7 @@ static int cmp_lines(const void *a, const void *b)
 /* Sorted, merged lines into @out / @count; the caller frees every stack and the array. */
 static int fold_profile(const struct profile *p, int idx, struct folded_line **out, size_t *count)
 {
-	struct folded_line *lines = xcalloc(p->nsamples, sizeof(*lines));
+	struct folded_line *lines = calloc_logged(p->nsamples, sizeof(*lines));
 	struct sbuf b = { 0 };
 	size_t n = 0, i, merged = 0;
 	int err = 0;
@@ -104,7 +104,7 @@ static int fold_profile(const struct profile *p, int idx, struct folded_line **o
 		err = fold_sample(&p->samples[i], &b);
 		if (err)
 			goto out;
-		lines[n].stack = xstrdup(b.s);
+		lines[n].stack = strdup_logged(b.s);
 		if (!lines[n].stack) {
 			err = -ENOMEM;
 			goto out;

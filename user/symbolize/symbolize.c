@@ -91,7 +91,7 @@ struct symbolizer {
 
 struct symbolizer *symbolizer_new(void)
 {
-	struct symbolizer *sym = xcalloc(1, sizeof(*sym));
+	struct symbolizer *sym = calloc_logged(1, sizeof(*sym));
 
 	if (sym)
 		strintern_init(&sym->names, MAX_NAME_BYTES);
@@ -129,7 +129,7 @@ static struct sym_mapping *hand_out(struct symbolizer *sym, const struct sym_map
 		sym->mappings_cap = cap;
 	}
 	/* One allocation: the struct, then path, name and build id. */
-	m = xcalloc(1, sizeof(*m) + plen + nlen + blen);
+	m = calloc_logged(1, sizeof(*m) + plen + nlen + blen);
 	if (!m)
 		return NULL;
 	*m = *tmpl;
@@ -277,13 +277,13 @@ static struct elf_file *file_get(struct symbolizer *sym, uint32_t tgid, const st
 
 	if (f || sym->nfiles >= MAX_FILES)
 		return f;
-	path = xstrdup(m->path);
+	path = strdup_logged(m->path);
 	if (!path)
 		return NULL;
 	if (str_ends_with(path, DELETED))
 		path[strlen(path) - strlen(DELETED)] = '\0';
 	fd = open_mapped(tgid, m, path);
-	f = fd >= 0 ? xcalloc(1, sizeof(*f)) : NULL;
+	f = fd >= 0 ? calloc_logged(1, sizeof(*f)) : NULL;
 	if (!f) {
 		if (fd >= 0)
 			close(fd);
@@ -325,7 +325,7 @@ static int parse_map(struct symbolizer *sym, uint32_t tgid, char *line, struct p
 	if (perms[2] != 'x')
 		return 0;
 	line[strcspn(line, "\n")] = '\0';
-	m->path = xstrdup(line[pos] ? line + pos : ANON_PATH);
+	m->path = strdup_logged(line[pos] ? line + pos : ANON_PATH);
 	if (!m->path)
 		return -ENOMEM;
 	m->file = NULL;
@@ -531,7 +531,7 @@ static void proc_evict_one(struct symbolizer *sym)
 
 static int proc_add(struct symbolizer *sym, uint32_t tgid, struct proc **out)
 {
-	struct proc *p = xcalloc(1, sizeof(*p));
+	struct proc *p = calloc_logged(1, sizeof(*p));
 	int err;
 
 	if (!p)

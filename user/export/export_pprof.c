@@ -57,7 +57,7 @@ static int slots_grow(uint32_t **slots, size_t *nslots, size_t used)
 	if (n == *nslots)
 		return 0;
 	free(*slots);
-	*slots = xcalloc(n, sizeof(**slots));
+	*slots = calloc_logged(n, sizeof(**slots));
 	*nslots = n;
 	return *slots ? 1 : -ENOMEM;	/* 1: the caller must rehash */
 }
@@ -382,7 +382,7 @@ static int intern_all(struct pprof_writer *w)
 		    strtab_intern(&w->strings, m ? m->build_id : "") < 0)
 			return -ENOMEM;
 	}
-	w->stack_ids = xcalloc(w->max_frames, sizeof(*w->stack_ids));
+	w->stack_ids = calloc_logged(w->max_frames, sizeof(*w->stack_ids));
 	return w->stack_ids ? 0 : -ENOMEM;
 }
 

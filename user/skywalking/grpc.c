@@ -168,7 +168,7 @@ static int split_target(const char *target, char **host, char **port)
 
 struct grpc_channel *grpc_channel_new(const struct grpc_opts *opts)
 {
-	struct grpc_channel *ch = xcalloc(1, sizeof(*ch));
+	struct grpc_channel *ch = calloc_logged(1, sizeof(*ch));
 
 	if (!ch)
 		return NULL;

@@ -57,7 +57,7 @@ const struct profiler_ops *profiler_find(const char *name)
 int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 		  const struct profiler_opts *opts)
 {
-	struct profiler *p = xcalloc(1, sizeof(*p));
+	struct profiler *p = calloc_logged(1, sizeof(*p));
 	int err;
 
 	*out = NULL;
@@ -334,8 +334,8 @@ static int drain_by_walk(struct profiler *p, int fd, record_fn fn, void *ctx)
 static int drain(struct profiler *p, int fd, record_fn fn, void *ctx)
 {
 	size_t value_size = p->ops->nraw * sizeof(uint64_t);
-	struct sample_key *keys = xcalloc(DRAIN_BATCH, sizeof(*keys));
-	uint64_t *values = xcalloc(DRAIN_BATCH, value_size);
+	struct sample_key *keys = calloc_logged(DRAIN_BATCH, sizeof(*keys));
+	uint64_t *values = calloc_logged(DRAIN_BATCH, value_size);
 	struct sample_key batch_pos;
 	void *in_batch = NULL;
 	bool done = false;
@@ -416,7 +416,7 @@ int profiler_stats(struct profiler *p, uint64_t *out)
 
 	if (ncpus <= 0)
 		return -EINVAL;
-	percpu = xcalloc(ncpus, sizeof(*percpu));
+	percpu = calloc_logged(ncpus, sizeof(*percpu));
 	if (!percpu)
 		return -ENOMEM;
 	for (__u32 i = 0; i < STAT_MAX; i++) {

@@ -46,7 +46,7 @@ void log_info(const char *fmt, ...)
 	va_end(ap);
 }
 
-void *xcalloc(size_t n, size_t size)
+void *calloc_logged(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
 
@@ -55,7 +55,7 @@ void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
-char *xstrdup(const char *s)
+char *strdup_logged(const char *s)
 {
 	char *copy = strdup(s ? s : "");
 
