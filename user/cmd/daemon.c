@@ -38,6 +38,7 @@ static const struct option daemon_options[] = {
 	{ "reset", no_argument, NULL, OPT_RESET },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
 };
 
 static void usage(FILE *out)
@@ -66,23 +67,29 @@ static void usage(FILE *out)
 "  -v, --verbose            more messages\n");
 }
 
+static int parse_with(struct daemon_opts *o, int argc, char **argv, const struct cli_getopt *g);
+
 static int parse_args(struct daemon_opts *o, int argc, char **argv)
 {
-	struct option long_options[64];
-	char shorts[32] = "v";
-	int c, handled, n = 0;
+	struct cli_getopt g;
+	int err = EXIT_RUNTIME;
 
-	for (size_t i = 0; i < sizeof(daemon_options) / sizeof(daemon_options[0]); i++)
-		long_options[n++] = daemon_options[i];
-	long_options[n] = (struct option){ 0 };
-	if (!cli_profiler_getopt(DAEMON_PROFILER_OPTIONS, long_options, &n, 64, shorts, sizeof(shorts)))
-		return EXIT_RUNTIME;
+	if (cli_getopt_build(&g, "v", daemon_options, DAEMON_PROFILER_OPTIONS))
+		err = parse_with(o, argc, argv, &g);
+	cli_getopt_free(&g);
+	return err;
+}
+
+static int parse_with(struct daemon_opts *o, int argc, char **argv, const struct cli_getopt *g)
+{
+	int c, handled;
+
 	o->dir = PIN_DEFAULT_DIR;
 	cli_profiler_defaults(&o->prof);
 	o->prof.keep_totals = true;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, shorts, long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g->shorts, g->opts, NULL)) != -1) {
 		handled = cli_profiler_option(DAEMON_PROFILER_OPTIONS, c, optarg, &o->prof, o->pids, MAX_PIDS);
 		if (handled < 0)
 			return EXIT_USAGE;

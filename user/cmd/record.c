@@ -69,6 +69,7 @@ static const struct option record_options[] = {
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
 };
 
 static void usage(FILE *out)
@@ -99,36 +100,29 @@ static void usage(FILE *out)
 "      --help, --version\n", exporter_names());
 }
 
-/* record's own options and the profiler options, for getopt_long. */
-static bool build_options(struct option *opts, int max, char *shorts, size_t shorts_len)
-{
-	int n = 0;
-
-	snprintf(shorts, shorts_len, "+d:o:v");
-	opts[0] = (struct option){ 0 };
-	for (size_t i = 0; i < sizeof(record_options) / sizeof(record_options[0]); i++) {
-		if (n + 1 >= max)
-			return false;
-		opts[n++] = record_options[i];
-		opts[n] = (struct option){ 0 };
-	}
-	return cli_profiler_getopt(RECORD_PROFILER_OPTIONS, opts, &n, max, shorts, shorts_len);
-}
+static int parse_with(struct record_opts *o, int argc, char **argv, const struct cli_getopt *g);
 
 /* Returns 0 to go on, or an exit code (0 after --help). */
 static int parse_args(struct record_opts *o, int argc, char **argv)
 {
-	struct option long_options[64];
-	char shorts[32];
+	struct cli_getopt g;
+	int err = EXIT_RUNTIME;
+
+	if (cli_getopt_build(&g, "+d:o:v", record_options, RECORD_PROFILER_OPTIONS))
+		err = parse_with(o, argc, argv, &g);
+	cli_getopt_free(&g);
+	return err;
+}
+
+static int parse_with(struct record_opts *o, int argc, char **argv, const struct cli_getopt *g)
+{
 	int c, handled;
 
-	if (!build_options(long_options, 64, shorts, sizeof(shorts)))
-		return EXIT_RUNTIME;
 	cli_profiler_defaults(&o->prof);
 	o->top = 15;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, shorts, long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g->shorts, g->opts, NULL)) != -1) {
 		handled = cli_profiler_option(RECORD_PROFILER_OPTIONS, c, optarg, &o->prof, o->pids, MAX_PIDS);
 		if (handled < 0)
 			return EXIT_USAGE;

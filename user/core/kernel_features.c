@@ -203,45 +203,44 @@ static int probe_batch_ops(const char **step)
 	return err;
 }
 
-/* Loads @prog, attaches it as an iterator (over @map_fd when >= 0) and reads it once. */
-static int probe_iter(const char *name, int (*map_fd_of)(struct probe_bpf *), const char **step)
+/* Attaches loaded @prog as an iterator (over @map_fd when >= 0) and reads it once. */
+static int iter_attach_read(struct bpf_program *prog, int map_fd, const char **step)
 {
-	const char *progs[] = { name, NULL };
-	struct probe_bpf *skel = probe_load(progs, step);
-	union bpf_iter_link_info linfo = {};
+	union bpf_iter_link_info linfo = { .map.map_fd = map_fd };
 	LIBBPF_OPTS(bpf_iter_attach_opts, opts);
-	struct bpf_link *link = NULL;
+	struct bpf_link *link;
 	char buf[256];
-	int err = 0, iter_fd = -1;
+	int err = 0, iter_fd;
 
-	if (!skel)
-		return errno;
-	if (map_fd_of) {
-		linfo.map.map_fd = map_fd_of(skel);
+	if (map_fd >= 0) {
 		opts.link_info = &linfo;
 		opts.link_info_len = sizeof(linfo);
 	}
 	*step = "attach";
-	link = bpf_program__attach_iter(bpf_object__find_program_by_name(skel->obj, name), &opts);
-	if (!link) {
-		err = errno;
-		goto out;
-	}
+	link = bpf_program__attach_iter(prog, &opts);
+	if (!link)
+		return errno;
 	*step = "read";
 	iter_fd = bpf_iter_create(bpf_link__fd(link));
 	if (iter_fd < 0 || read(iter_fd, buf, sizeof(buf)) < 0)
 		err = errno;
-out:
 	if (iter_fd >= 0)
 		close(iter_fd);
 	bpf_link__destroy(link);
-	probe_bpf__destroy(skel);
 	return err;
 }
 
 static int probe_iter_task(const char **step)
 {
-	return probe_iter("probe_iter_task", NULL, step);
+	const char *progs[] = { "probe_iter_task", NULL };
+	struct probe_bpf *skel = probe_load(progs, step);
+	int err;
+
+	if (!skel)
+		return errno;
+	err = iter_attach_read(skel->progs.probe_iter_task, -1, step);
+	probe_bpf__destroy(skel);
+	return err;
 }
 
 /*
@@ -251,14 +250,10 @@ static int probe_iter_task(const char **step)
  */
 static int probe_iter_map_elem(const char **step)
 {
-	LIBBPF_OPTS(bpf_iter_attach_opts, opts);
-	union bpf_iter_link_info linfo = {};
 	libbpf_print_fn_t old = libbpf_set_print(log_verbose > 1 ? NULL : quiet_print);
 	struct bpf_program *prog, *folded = NULL;
-	struct bpf_link *link = NULL;
 	struct iter_bpf *skel;
-	int err = 0, map_fd = -1, iter_fd = -1;
-	char buf[256];
+	int err = 0, map_fd = -1;
 
 	if (log_verbose > 1)
 		libbpf_set_print(old);
@@ -282,29 +277,10 @@ static int probe_iter_map_elem(const char **step)
 	*step = "map create";
 	map_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "ap_probe_totals", sizeof(struct sample_key),
 				sizeof(__u64), 1, NULL);
-	if (map_fd < 0) {
-		err = errno;
-		goto out;
-	}
-	*step = "attach";
-	linfo.map.map_fd = map_fd;
-	opts.link_info = &linfo;
-	opts.link_info_len = sizeof(linfo);
-	link = bpf_program__attach_iter(folded, &opts);
-	if (!link) {
-		err = errno;
-		goto out;
-	}
-	*step = "read";
-	iter_fd = bpf_iter_create(bpf_link__fd(link));
-	if (iter_fd < 0 || read(iter_fd, buf, sizeof(buf)) < 0)
-		err = errno;
+	err = map_fd < 0 ? errno : iter_attach_read(folded, map_fd, step);
 out:
-	if (iter_fd >= 0)
-		close(iter_fd);
 	if (map_fd >= 0)
 		close(map_fd);
-	bpf_link__destroy(link);
 	iter_bpf__destroy(skel);
 	libbpf_set_print(old);
 	return err;

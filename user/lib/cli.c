@@ -239,6 +239,28 @@ bool cli_profiler_getopt(unsigned groups, struct option *opts, int *n, int max, 
 	return ok;
 }
 
+#define CLI_GETOPT_MAX 96
+
+bool cli_getopt_build(struct cli_getopt *g, const char *own_shorts, const struct option *own,
+		      unsigned groups)
+{
+	int n = 0;
+
+	g->opts = calloc_logged(CLI_GETOPT_MAX, sizeof(*g->opts));
+	if (!g->opts || snprintf(g->shorts, sizeof(g->shorts), "%s", own_shorts) >= (int)sizeof(g->shorts))
+		return false;
+	for (int i = 0; own && own[i].name; i++)
+		if (!add_option(g->opts, &n, CLI_GETOPT_MAX, own[i]))
+			return false;
+	return cli_profiler_getopt(groups, g->opts, &n, CLI_GETOPT_MAX, g->shorts, sizeof(g->shorts));
+}
+
+void cli_getopt_free(struct cli_getopt *g)
+{
+	free(g->opts);
+	g->opts = NULL;
+}
+
 /* "  -F, --freq HZ           help", continuation lines of @help indented alike. */
 static void help_line(FILE *out, int letter, const char *name, const char *arg, const char *help)
 {

@@ -35,6 +35,16 @@ struct option;
 bool cli_profiler_getopt(unsigned groups, struct option *opts, int *n, int max, char *shorts,
 			 size_t shorts_len);
 void cli_profiler_help(FILE *out, unsigned groups);
+
+/* A command's getopt tables: its own options followed by the profiler options of @groups. */
+struct cli_getopt {
+	struct option *opts;		/* NULL-terminated, for getopt_long */
+	char shorts[48];
+};
+/* @own: the command's options, ending with a NULL name; @own_shorts: their letters.  False when out of room. */
+bool cli_getopt_build(struct cli_getopt *g, const char *own_shorts, const struct option *own,
+		      unsigned groups);
+void cli_getopt_free(struct cli_getopt *g);
 /* Every profiler's config at its defaults, nothing chosen yet. */
 void cli_profiler_defaults(struct profiler_opts *o);
 /*

@@ -1205,27 +1205,19 @@ static int check_args(struct agent_opts *o, const char *token_file)
 	return 0;
 }
 
-/* Returns 0 to go on, -1 after --help, or an exit code. */
-static int parse_args(struct agent_opts *o, int argc, char **argv)
+static int parse_with(struct agent_opts *o, int argc, char **argv, const struct cli_getopt *g)
 {
 	const char *token_file = NULL;
-	struct option long_options[64];
-	char shorts[32] = "+p:d:vh";
-	int c, n, nopts;
+	int c, n;
 
 	*o = (struct agent_opts){
 		.heartbeat_ms = 20000, .task_ms = 10000, .flush_ms = 5000, .deadline_ms = 10000,
 		.backoff_max_ms = 30000, .report_every = 10, .spool_bytes = 16u << 20,
 	};
-	for (nopts = 0; agent_options[nopts].name; nopts++)
-		long_options[nopts] = agent_options[nopts];
-	long_options[nopts] = (struct option){ 0 };
-	if (!cli_profiler_getopt(CLI_KIND_OPTIONS, long_options, &nopts, 64, shorts, sizeof(shorts)))
-		return EXIT_RUNTIME;
 	cli_profiler_defaults(&o->prof);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, shorts, long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g->shorts, g->opts, NULL)) != -1) {
 		bool ok = true;
 
 		n = cli_profiler_option(CLI_KIND_OPTIONS, c, optarg, &o->prof, NULL, 0);
@@ -1280,6 +1272,18 @@ static int parse_args(struct agent_opts *o, int argc, char **argv)
 	if (!cli_profiler_check(&o->prof))
 		return EXIT_USAGE;
 	return check_args(o, token_file);
+}
+
+/* Returns 0 to go on, -1 after --help, or an exit code. */
+static int parse_args(struct agent_opts *o, int argc, char **argv)
+{
+	struct cli_getopt g;
+	int err = EXIT_RUNTIME;
+
+	if (cli_getopt_build(&g, "+p:d:vh", agent_options, CLI_KIND_OPTIONS))
+		err = parse_with(o, argc, argv, &g);
+	cli_getopt_free(&g);
+	return err;
 }
 
 /* ---- the daemon ---- */
