@@ -62,6 +62,7 @@ struct sample_key {
 enum profiler_id {
 	PROFILER_ONCPU = 0,
 	PROFILER_OFFCPU = 1,
+	PROFILER_LOCKS = 2,
 	PROFILER_MAX = 8,	/* target_pids values are one byte */
 };
 

@@ -3,7 +3,7 @@
  * Pinned BPF iterators: `cat DIR/oncpu_folded` prints the aggregate straight
  * from the kernel, without the loader, in folded-stack format:
  *
- *   comm;0xUSER_ROOT;...;0xUSER_LEAF;kfunc_ROOT_[k];...;kfunc_LEAF_[k] VALUE
+ *   comm;0xUSER_ROOT;...;0xUSER_LEAF;kfunc_ROOT_[k];...;kfunc_LEAF_[k][;@0xOBJECT] VALUE
  *
  * Kernel frames are symbolized here with %ps; user frames stay hex (the
  * kernel has no user symbols).  The loader attaches one instance of `folded`
@@ -68,6 +68,8 @@ static __always_inline bool print_stack(struct seq_file *seq, const struct sampl
 	BPF_SEQ_PRINTF(seq, "%s", key.comm);
 	print_frames(seq, key.user_stack_id, false);
 	print_frames(seq, key.kernel_stack_id, true);
+	if (key.object)		/* what the kind aggregates on (a lock): the leaf */
+		BPF_SEQ_PRINTF(seq, ";@0x%llx", key.object);
 	return true;
 }
 

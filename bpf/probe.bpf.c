@@ -11,6 +11,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "lib/syscall.bpf.h"
 
 __u64 probe_hits;
 
@@ -72,6 +73,25 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(probe_sched_process_exec, struct task_struct *task)
 {
 	return task->tgid != 0;
+}
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(probe_contention, void *lock, unsigned int flags)
+{
+	return flags != 0;
+}
+
+/* The raw syscall tracepoints, reading the user registers as locks.bpf.c does. */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(probe_sys_enter, struct pt_regs *regs, long id)
+{
+	return id == 0 && PT_REGS_PARM3(regs) == 2;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(probe_sys_exit, struct pt_regs *regs, long ret)
+{
+	return SYSCALL_NR(regs) == 0 && ret == 0;
 }
 
 SEC("iter/task")

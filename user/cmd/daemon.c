@@ -55,7 +55,7 @@ static void usage(FILE *out)
 "DIR/control, DIR/target_pids and DIR/NAME_config (tools/aperture-ctl). Started again, it\n"
 "takes over what is pinned instead of loading anew. Ctrl-C / SIGTERM leaves the pins in place.\n"
 "\n"
-"Profilers (default: all of them):\n", PIN_DEFAULT_DIR);
+"Profilers (default: all but --locks):\n", PIN_DEFAULT_DIR);
 	cli_profiler_help(out, CLI_KIND_FLAGS);
 	fprintf(out, "\nWhat and how (the initial target set; default every process):\n");
 	cli_profiler_help(out, CLI_TARGETS | CLI_KIND_OPTIONS);
@@ -121,10 +121,11 @@ static int parse_with(struct daemon_opts *o, int argc, char **argv, const struct
 		log_error("run: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	/* The daemon runs every profiler unless told which. */
+	/* The daemon runs every profiler but the opt-in ones unless told which. */
 	if (!o->prof.kinds)
 		for (int i = 0; profilers[i]; i++)
-			o->prof.kinds |= 1u << profilers[i]->id;
+			if (!profilers[i]->opt_in)
+				o->prof.kinds |= 1u << profilers[i]->id;
 	if (!cli_profiler_check(&o->prof))
 		return EXIT_USAGE;
 	o->prof.pids = o->pids;

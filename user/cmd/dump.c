@@ -3,7 +3,7 @@
  * aperture dump: prints a pinned daemon's totals exactly as the pinned
  * iterator (bpf/iter.bpf.c) does, one line per totals entry:
  *
- *   comm;0xUSER_ROOT;...;0xUSER_LEAF;kfunc_ROOT_[k];...;kfunc_LEAF_[k] VALUE
+ *   comm;0xUSER_ROOT;...;0xUSER_LEAF;kfunc_ROOT_[k];...;kfunc_LEAF_[k][;@0xOBJECT] VALUE
  *
  * Kernel frames are named as the kernel's %ps names them; with --symbolize
  * user frames are named too.  Nothing is drained: the daemon's totals stay.
@@ -79,6 +79,8 @@ static void print_line(struct dump_ctx *d, const struct sample_key *key, const u
 	fputs(comm, d->out);
 	print_frames(d, key->tgid, key->user_stack_id, false);
 	print_frames(d, key->tgid, key->kernel_stack_id, true);
+	if (key->object)	/* as iter.bpf.c prints it */
+		fprintf(d->out, ";@0x%llx", (unsigned long long)key->object);
 	fprintf(d->out, " %llu\n", (unsigned long long)raw[d->p->ops->folded_raw]);
 }
 

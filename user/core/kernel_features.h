@@ -28,6 +28,9 @@ enum feature {
 	FEAT_NS_PID,		/* bpf_get_ns_current_pid_tgid */
 	FEAT_PROBE_READ_KERNEL,	/* bpf_probe_read_kernel (lockdown=confidentiality denies it) */
 	FEAT_UPROBE,		/* uprobes through the uprobe PMU */
+	FEAT_TP_CONTENTION,	/* tp_btf/contention_begin and _end (lock profiler) */
+	FEAT_TP_SYS_ENTER,	/* tp_btf/sys_enter (raw syscalls) */
+	FEAT_TP_SYS_EXIT,	/* tp_btf/sys_exit */
 	FEAT_BPFFS,		/* bpffs mounted, or mountable */
 	FEAT_TRACEFS,		/* tracefs mounted, or mountable */
 	FEAT_MAX,

@@ -14,6 +14,7 @@ struct sample_ref {
 	uint32_t pid;
 	uint64_t user_stack_id;
 	uint64_t kernel_stack_id;
+	uint64_t object;
 	char comm[16];
 	size_t index;	/* into profile.samples */
 };
@@ -30,6 +31,8 @@ static int ref_cmp(const void *a, const void *b)
 		return x->user_stack_id < y->user_stack_id ? -1 : 1;
 	if (x->kernel_stack_id != y->kernel_stack_id)
 		return x->kernel_stack_id < y->kernel_stack_id ? -1 : 1;
+	if (x->object != y->object)
+		return x->object < y->object ? -1 : 1;
 	return memcmp(x->comm, y->comm, sizeof(x->comm));
 }
 
@@ -43,8 +46,10 @@ void profile_init(struct profile *p, const char *kind, const char *title, struct
 
 void profile_free(struct profile *p)
 {
-	for (size_t i = 0; i < p->nsamples; i++)
+	for (size_t i = 0; i < p->nsamples; i++) {
 		free(p->samples[i].frames);
+		free(p->samples[i].object_name);
+	}
 	free(p->samples);
 	tdestroy(p->index, free);
 	p->samples = NULL;
@@ -78,21 +83,51 @@ static void frame_lost(struct profile_frame *f, bool kernel)
 	f->kernel = kernel;
 }
 
+/*
+ * The namer also gets the name another sample of the same object got (maybe
+ * while its process lived, when more could be read than now).
+ */
+static char *object_name(struct profile *p, const struct profile_sample *s, const uint64_t *raw)
+{
+	const char *known = NULL;
+
+	if (!p->object_name || !s->object)
+		return NULL;
+	for (size_t i = 0; i < p->nsamples && !known; i++) {
+		const struct profile_sample *o = &p->samples[i];
+
+		if (o != s && o->object == s->object && o->tgid == s->tgid)
+			known = o->object_name;
+	}
+	return p->object_name(p, s, raw, known);
+}
+
+/*
+ * Frames, leaf first: the object's name (when the kind names objects), the
+ * kernel frames, then the user frames.  The object frame counts in nkernel
+ * (it is the leaf) but is not a kernel frame (f->kernel is false).
+ */
 static int sample_symbolize(struct profile *p, struct profile_sample *s,
-			    const uint64_t *user_ips, const uint64_t *kernel_ips)
+			    const uint64_t *user_ips, const uint64_t *kernel_ips, const uint64_t *raw)
 {
 	bool user_lost = s->user_stack_id == APERTURE_STACK_LOST;
 	bool kernel_lost = s->kernel_stack_id == APERTURE_STACK_LOST;
-	uint32_t n, k = 0;
+	uint32_t n, k = 0, first_kernel;
 
 	if (user_lost)
 		s->nuser = 1;
 	if (kernel_lost)
 		s->nkernel = 1;
-	n = s->nkernel + s->nuser;
-	s->frames = n ? calloc(n, sizeof(*s->frames)) : NULL;
-	if (n && !s->frames)
+	n = s->nkernel + s->nuser + 1;
+	s->frames = calloc(n, sizeof(*s->frames));
+	if (!s->frames)
 		return -ENOMEM;
+	s->object_name = object_name(p, s, raw);
+	if (s->object_name) {
+		s->frames[k].sym.name = s->frames[k].sym.function = s->object_name;
+		k++;
+	}
+	first_kernel = k;
 	if (kernel_lost)
 		frame_lost(&s->frames[k++], true);
 	for (uint32_t i = 0; i < s->nkernel && !kernel_lost; i++) {
@@ -100,7 +135,7 @@ static int sample_symbolize(struct profile *p, struct profile_sample *s,
 
 		symbolizer_kernel(p->sym, lookup_addr(kernel_ips[i], i), &f->sym);
 		f->kernel = true;
-		if (k == 0 && is_bpf_frame(f->sym.name))
+		if (k == first_kernel && is_bpf_frame(f->sym.name))
 			continue;	/* overwritten by the next frame */
 		k++;
 	}
@@ -127,20 +162,17 @@ static struct profile_sample *sample_new(struct profile *p)
 	return &p->samples[p->nsamples++];
 }
 
-int profile_add(struct profile *p, uint32_t tgid, uint32_t pid, const char *comm,
-		uint64_t user_stack_id, const uint64_t *user_ips, uint32_t nuser,
-		uint64_t kernel_stack_id, const uint64_t *kernel_ips, uint32_t nkernel,
-		const uint64_t *values)
+int profile_add(struct profile *p, const struct profile_record *r)
 {
 	struct sample_ref probe = {
-		.tgid = tgid, .pid = pid,
-		.user_stack_id = user_stack_id, .kernel_stack_id = kernel_stack_id,
+		.tgid = r->tgid, .pid = r->pid, .object = r->object,
+		.user_stack_id = r->user_stack_id, .kernel_stack_id = r->kernel_stack_id,
 	};
 	struct sample_ref **found, *ref;
 	struct profile_sample *s;
 	int err;
 
-	strncpy(probe.comm, comm, sizeof(probe.comm) - 1);
+	strncpy(probe.comm, r->comm, sizeof(probe.comm) - 1);
 	found = tfind(&probe, &p->index, ref_cmp);
 	if (found) {
 		s = &p->samples[(*found)->index];
@@ -154,23 +186,25 @@ int profile_add(struct profile *p, uint32_t tgid, uint32_t pid, const char *comm
 	}
 	*ref = probe;
 	ref->index = p->nsamples - 1;
-	s->tgid = tgid;
-	s->pid = pid;
+	s->tgid = r->tgid;
+	s->pid = r->pid;
 	memcpy(s->comm, probe.comm, sizeof(s->comm));
-	s->user_stack_id = user_stack_id;
-	s->kernel_stack_id = kernel_stack_id;
-	s->nuser = nuser;
-	s->nkernel = nkernel;
-	err = sample_symbolize(p, s, user_ips, kernel_ips);
+	s->user_stack_id = r->user_stack_id;
+	s->kernel_stack_id = r->kernel_stack_id;
+	s->object = r->object;
+	s->nuser = r->nuser;
+	s->nkernel = r->nkernel;
+	err = sample_symbolize(p, s, r->user_ips, r->kernel_ips, r->raw);
 	if (err || !tsearch(ref, &p->index, ref_cmp)) {
 		free(s->frames);
+		free(s->object_name);
 		p->nsamples--;
 		free(ref);
 		return err ? err : -ENOMEM;
 	}
 add:
 	for (int i = 0; i < p->nvalues; i++)
-		s->values[i] += values[i];
+		s->values[i] += r->values[i];
 	return 0;
 }
 

@@ -31,9 +31,36 @@ struct profile_sample {
 	uint64_t kernel_stack_id;
 	/* Leaf first: kernel frames (leaf .. syscall entry), then user frames (leaf .. root). */
 	struct profile_frame *frames;
-	uint32_t nkernel;
+	uint32_t nkernel;		/* frames[0 .. nkernel): the object frame, if any, then kernel */
 	uint32_t nuser;
+	uint64_t object;		/* sample_key.object: a lock address, ... (0: none) */
+	char *object_name;		/* owned; the leaf frame's name when the kind names objects */
 	uint64_t values[PROFILE_MAX_VALUES];
+};
+
+struct profile;
+/*
+ * Names a sample's object (a lock) for its leaf frame: a malloc'ed string, or
+ * NULL.  @raw: the kind's raw counts value as drained; @known: the name
+ * another sample of the same object got, or NULL.
+ */
+typedef char *(*profile_object_namer)(const struct profile *p, const struct profile_sample *s,
+				       const uint64_t *raw, const char *known);
+
+/* One drained record, as profile_add() takes it. */
+struct profile_record {
+	uint32_t tgid;
+	uint32_t pid;
+	const char *comm;
+	uint64_t user_stack_id;
+	const uint64_t *user_ips;	/* leaf first, as the kernel walked them */
+	uint32_t nuser;
+	uint64_t kernel_stack_id;
+	const uint64_t *kernel_ips;
+	uint32_t nkernel;
+	uint64_t object;
+	const uint64_t *raw;		/* the raw counts value */
+	const uint64_t *values;		/* profile values to add */
 };
 
 struct profile {
@@ -49,6 +76,7 @@ struct profile {
 	int64_t time_ns;		/* wall-clock start, ns since the epoch */
 	int64_t duration_ns;
 	struct symbolizer *sym;		/* not owned; for the mapping table */
+	profile_object_namer object_name;	/* NULL: the kind has no objects to name */
 	struct profile_sample *samples;
 	size_t nsamples;
 	size_t cap;
@@ -59,14 +87,11 @@ void profile_init(struct profile *p, const char *kind, const char *title, struct
 void profile_free(struct profile *p);
 
 /*
- * Adds @values to the sample of (tgid, pid, comm, stacks), symbolizing the
- * stacks the first time that key is seen.  @user_ips / @kernel_ips are leaf
- * first as the kernel walked them.  Returns 0 or -ENOMEM.
+ * Adds @r's values to the sample of (tgid, pid, comm, stacks, object),
+ * symbolizing the stacks (and naming the object, as the leaf frame) the
+ * first time that key is seen.  Returns 0 or -ENOMEM.
  */
-int profile_add(struct profile *p, uint32_t tgid, uint32_t pid, const char *comm,
-		uint64_t user_stack_id, const uint64_t *user_ips, uint32_t nuser,
-		uint64_t kernel_stack_id, const uint64_t *kernel_ips, uint32_t nkernel,
-		const uint64_t *values);
+int profile_add(struct profile *p, const struct profile_record *r);
 
 uint64_t profile_total(const struct profile *p, int value_index);
 

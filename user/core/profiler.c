@@ -12,6 +12,7 @@
 const struct profiler_ops *const profilers[] = {
 	&profiler_oncpu,
 	&profiler_offcpu,
+	&profiler_locks,
 	NULL,
 };
 
@@ -476,10 +477,14 @@ static int add_record(struct profiler *p, const struct raw_record *rec, void *ar
 	if (nuser < 0 || nkernel < 0)
 		ctx->lost_stacks++;
 	p->ops->to_values(p, rec->values, values);
-	return profile_add(ctx->prof, k->tgid, k->pid, k->comm,
-			   nuser < 0 ? APERTURE_STACK_LOST : k->user_stack_id, user_ips, nuser > 0 ? nuser : 0,
-			   nkernel < 0 ? APERTURE_STACK_LOST : k->kernel_stack_id, kernel_ips,
-			   nkernel > 0 ? nkernel : 0, values);
+	return profile_add(ctx->prof, &(struct profile_record){
+		.tgid = k->tgid, .pid = k->pid, .comm = k->comm,
+		.user_stack_id = nuser < 0 ? APERTURE_STACK_LOST : k->user_stack_id,
+		.user_ips = user_ips, .nuser = nuser > 0 ? nuser : 0,
+		.kernel_stack_id = nkernel < 0 ? APERTURE_STACK_LOST : k->kernel_stack_id,
+		.kernel_ips = kernel_ips, .nkernel = nkernel > 0 ? nkernel : 0,
+		.object = k->object, .raw = rec->values, .values = values,
+	});
 }
 
 int profiler_snapshot_into(struct profiler *p, struct profile *prof)
@@ -499,6 +504,7 @@ void profiler_profile_init(const struct profiler *p, struct profile *prof, struc
 
 	profile_init(prof, ops->name, ops->title, sym);
 	prof->skywalking_target = ops->skywalking_target;
+	prof->object_name = ops->object_name;
 	prof->nvalues = ops->nvalues;
 	memcpy(prof->value_types, ops->value_types, sizeof(prof->value_types));
 	prof->default_value = ops->default_value;

@@ -103,7 +103,8 @@ struct profiler_ops {
 	enum profiler_id id;		/* its bit in control.enabled, its slot in opts.config */
 	const char *title;		/* "On-CPU" */
 	const char *help;		/* what --NAME profiles, one line */
-	bool by_default;		/* chosen when no profiler is named */
+	bool by_default;		/* record: chosen when no profiler is named */
+	bool opt_in;			/* run: only when named (it costs on every syscall, say) */
 	const char *skywalking_target;	/* the SkyWalking TargetType it serves ("ON_CPU"), or NULL */
 	const struct profiler_option *options;	/* ends with { NULL } */
 	size_t config_size;		/* sizeof(struct X_config), <= PROFILER_CONFIG_MAX */
@@ -119,6 +120,7 @@ struct profiler_ops {
 	bool top_by_user_leaf;		/* see struct profile */
 	struct value_type period_type;
 	void (*to_values)(const struct profiler *p, const uint64_t *raw, uint64_t *values);
+	profile_object_namer object_name;	/* names sample_key.object (the leaf frame), or NULL */
 	int64_t (*period)(const struct profiler *p);
 
 	/* Opens and loads the skeleton: PROFILER_OPEN_SKEL(p, NAME). */
@@ -152,6 +154,7 @@ static inline void *profiler_config(const struct profiler_opts *opts, const stru
 
 extern const struct profiler_ops profiler_oncpu;
 extern const struct profiler_ops profiler_offcpu;
+extern const struct profiler_ops profiler_locks;
 
 /* NULL-terminated table of every profiler. */
 extern const struct profiler_ops *const profilers[];
@@ -212,13 +215,19 @@ uint64_t profiler_lost(const uint64_t *stats);
  * its maps (profiler_prepare), load it, take its fds (profiler_take_maps).
  * Evaluates to 0 or a negative errno.
  */
-#define PROFILER_OPEN_SKEL(p, name) ({						\
+#define PROFILER_OPEN_SKEL(p, name) PROFILER_OPEN_SKEL_PREPARED(p, name, (void)0)
+/* The same, running @before_load (which may use __skel) between prepare and load. */
+#define PROFILER_OPEN_SKEL_PREPARED(p, name, before_load) ({			\
 	struct name##_bpf *__skel = name##_bpf__open();				\
 	int __err = __skel ? 0 : -errno;					\
 	if (__skel) {								\
 		(p)->skel = __skel;						\
 		(p)->obj = __skel->obj;						\
-		__err = profiler_prepare(p) ?: name##_bpf__load(__skel);	\
+		__err = profiler_prepare(p);					\
+		if (!__err) {							\
+			before_load;						\
+			__err = name##_bpf__load(__skel);			\
+		}								\
 		if (!__err)							\
 			__err = profiler_take_maps(p);				\
 	}									\

@@ -77,8 +77,8 @@ static int fold_sample(const struct profile_sample *s, struct sbuf *b)
 	for (i = s->nkernel + s->nuser; i-- > s->nkernel;)
 		if (sbuf_add_frame(b, s->frames[i].sym.name, SIZE_MAX, ""))
 			return -ENOMEM;
-	for (i = s->nkernel; i-- > 0;)
-		if (sbuf_add_frame(b, s->frames[i].sym.name, SIZE_MAX, "_[k]"))
+	for (i = s->nkernel; i-- > 0;)	/* an object frame (a lock's name) is no kernel frame */
+		if (sbuf_add_frame(b, s->frames[i].sym.name, SIZE_MAX, s->frames[i].kernel ? "_[k]" : ""))
 			return -ENOMEM;
 	return 0;
 }

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lockburn: lock workloads with a known answer.
+ *
+ *   lockburn mutex SECONDS THREADS   threads contend on one global pthread mutex
+ *                                    (big_lock), holding it ~50 us each time;
+ *                                    prints wait_ns=N (the threads' own total time
+ *                                    blocked in pthread_mutex_lock) and locks=N
+ *   lockburn condvar SECONDS         two threads ping-pong on a condvar (waits
+ *                                    that are not mutex contention)
+ *   lockburn uncontended N           N lock/unlock pairs on one thread; prints ns=N
+ *   lockburn mmap SECONDS THREADS    threads mmap/munmap in a loop: they contend
+ *                                    on the process's mmap_lock in the kernel
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+static pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t cv_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static volatile uint64_t sink;
+static double run_seconds;
+static uint64_t total_wait_ns, total_locks;
+static int cv_turn;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void spin_ns(uint64_t ns)
+{
+	uint64_t end = now_ns() + ns;
+
+	while (now_ns() < end)
+		sink++;
+}
+
+__attribute__((noinline)) static void contend(void)
+{
+	uint64_t t0 = now_ns(), waited;
+
+	pthread_mutex_lock(&big_lock);
+	waited = now_ns() - t0;
+	total_wait_ns += waited;	/* under the lock: no race */
+	total_locks++;
+	spin_ns(50000);
+	pthread_mutex_unlock(&big_lock);
+	spin_ns(5000);
+}
+
+static void *mutex_thread(void *arg)
+{
+	uint64_t end = now_ns() + (uint64_t)(run_seconds * 1e9);
+
+	while (now_ns() < end)
+		contend();
+	return NULL;
+}
+
+__attribute__((noinline)) static void map_unmap(void)
+{
+	void *p = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p != MAP_FAILED) {
+		memset(p, 1, 1 << 16);
+		munmap(p, 1 << 16);
+	}
+}
+
+static void *mmap_thread(void *arg)
+{
+	uint64_t end = now_ns() + (uint64_t)(run_seconds * 1e9);
+
+	while (now_ns() < end)
+		map_unmap();
+	return NULL;
+}
+
+/* Takes turns with the other thread: every wait is a condvar wait. */
+static void *cv_thread(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	uint64_t end = now_ns() + (uint64_t)(run_seconds * 1e9);
+
+	while (now_ns() < end) {
+		pthread_mutex_lock(&cv_lock);
+		while (cv_turn != me)
+			pthread_cond_wait(&cv, &cv_lock);
+		cv_turn = !me;
+		pthread_cond_broadcast(&cv);
+		pthread_mutex_unlock(&cv_lock);
+		spin_ns(200000);
+	}
+	pthread_mutex_lock(&cv_lock);
+	cv_turn = -1;	/* release the other one for good */
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&cv_lock);
+	return NULL;
+}
+
+static void run_threads(void *(*fn)(void *), int n)
+{
+	pthread_t t[64];
+
+	for (int i = 0; i < n; i++)
+		pthread_create(&t[i], NULL, fn, (void *)(intptr_t)i);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "mutex";
+	int threads = argc > 3 ? atoi(argv[3]) : 4;
+
+	run_seconds = argc > 2 ? atof(argv[2]) : 3;
+	if (threads < 1 || threads > 64)
+		threads = 4;
+	if (!strcmp(mode, "mutex")) {
+		run_threads(mutex_thread, threads);
+		printf("wait_ns=%llu locks=%llu\n", (unsigned long long)total_wait_ns,
+		       (unsigned long long)total_locks);
+	} else if (!strcmp(mode, "mmap")) {
+		run_threads(mmap_thread, threads);
+	} else if (!strcmp(mode, "condvar")) {
+		cv_turn = 0;
+		run_threads(cv_thread, 2);
+	} else if (!strcmp(mode, "uncontended")) {
+		long n = argc > 2 ? atol(argv[2]) : 10000000;
+		uint64_t t0 = now_ns();
+
+		for (long i = 0; i < n; i++) {
+			pthread_mutex_lock(&big_lock);
+			sink++;
+			pthread_mutex_unlock(&big_lock);
+		}
+		printf("ns=%llu\n", (unsigned long long)(now_ns() - t0));
+	} else {
+		fprintf(stderr, "usage: lockburn mutex|condvar|uncontended|mmap ...\n");
+		return 2;
+	}
+	return 0;
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "datasym.h"
+
+/* One file mapping of /proc/PID/maps. */
+struct file_map {
+	uint64_t start, end, offset;
+	char path[PATH_MAX];
+};
+
+/*
+ * The file mapped nearest below @addr (its .bss lies in the anonymous mapping
+ * right after its last file mapping) and that file's offset-0 mapping, which
+ * gives the load bias.
+ */
+static int find_maps(uint32_t tgid, uint64_t addr, struct file_map *below, struct file_map *base)
+{
+	char path[64], line[PATH_MAX + 128];
+	struct file_map m;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %4095s", &m.start, &m.end,
+			   &m.offset, m.path) != 4 || m.path[0] != '/' || m.start > addr)
+			continue;
+		*below = m;
+		found = true;
+	}
+	rewind(f);
+	while (found && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %4095s", &m.start, &m.end,
+			   &m.offset, m.path) == 4 && m.offset == 0 && strcmp(m.path, below->path) == 0) {
+			*base = m;
+			break;
+		}
+	}
+	fclose(f);
+	return found && base->path[0] ? 0 : -ENOENT;
+}
+
+/* The lowest PT_LOAD's address less its file offset: what maps to file offset 0. */
+static bool first_load_vaddr(Elf *e, uint64_t *vaddr)
+{
+	size_t n;
+
+	if (elf_getphdrnum(e, &n))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			*vaddr = ph.p_vaddr - ph.p_offset;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A data object covering @vaddr in the symbol sections of @type. */
+static int find_object(Elf *e, GElf_Word type, uint64_t vaddr, char *out, size_t len)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		Elf_Data *data = elf_getdata(scn, NULL);
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !data || !sh.sh_entsize)
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *name;
+
+			if (!gelf_getsym(data, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_OBJECT ||
+			    vaddr < s.st_value || vaddr >= s.st_value + (s.st_size ? s.st_size : 1))
+				continue;
+			name = elf_strptr(e, sh.sh_link, s.st_name);
+			if (!name || !*name)
+				continue;
+			if (vaddr == s.st_value)
+				snprintf(out, len, "%s", name);
+			else
+				snprintf(out, len, "%s+0x%" PRIx64, name, vaddr - s.st_value);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int data_symbol_name(uint32_t tgid, uint64_t addr, char *out, size_t len)
+{
+	struct file_map below = { 0 }, base = { 0 };
+	char path[128];
+	uint64_t first_vaddr;
+	Elf *e;
+	int fd, err = find_maps(tgid, addr, &below, &base);
+
+	if (err)
+		return err;
+	/* Through map_files: the file as mapped, in any mount namespace, even deleted. */
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, base.start, base.end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = e && first_load_vaddr(e, &first_vaddr) ? 0 : -ENOEXEC;
+	if (!err) {
+		uint64_t vaddr = addr - base.start + first_vaddr;
+
+		err = find_object(e, SHT_SYMTAB, vaddr, out, len);
+		if (err)
+			err = find_object(e, SHT_DYNSYM, vaddr, out, len);
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return err;
+}
