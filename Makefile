@@ -97,7 +97,12 @@ $(BUILD)/gen/%.pb.o: $(BUILD)/gen/%.pb.c
 	$(call msg,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -Wno-error -c $< -o $@
 
-$(BUILD)/user/%.o: user/%.c $(USER_HDRS) $(SKELS) $(patsubst %.c,%.h,$(PB_SRCS)) | $(BUILD)
+# Syscall names from the kernel headers of the build machine's architecture.
+$(BUILD)/gen/syscall_names.h: tools/gen-syscall-names.sh | $(BUILD)
+	$(call msg,GEN,$@)
+	$(Q)bash $< /usr/include/$(MULTIARCH)/asm/unistd_64.h > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/user/%.o: user/%.c $(USER_HDRS) $(SKELS) $(patsubst %.c,%.h,$(PB_SRCS)) $(BUILD)/gen/syscall_names.h | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(call msg,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@

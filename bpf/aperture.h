@@ -63,6 +63,7 @@ enum profiler_id {
 	PROFILER_ONCPU = 0,
 	PROFILER_OFFCPU = 1,
 	PROFILER_LOCKS = 2,
+	PROFILER_SYSCALLS = 3,
 	PROFILER_MAX = 8,	/* target_pids values are one byte */
 };
 

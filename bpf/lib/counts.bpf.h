@@ -7,6 +7,10 @@
 #if !defined(COUNTS_VALUE) || !defined(COUNTS_VALUE_ADD)
 #error "define COUNTS_VALUE (the value struct) and COUNTS_VALUE_ADD(slot, delta) first"
 #endif
+/* What one event adds; a kind with a big value (a histogram) passes something smaller. */
+#ifndef COUNTS_DELTA
+#define COUNTS_DELTA COUNTS_VALUE
+#endif
 
 /*
  * Double-buffered aggregation (define COUNTS_VALUE to the value struct before
@@ -81,7 +85,7 @@ static __always_inline void *counts_slot(void *counts, const struct sample_key *
  * @key's slot in the live generation and, for a pinned daemon, in the totals.
  */
 static __always_inline void record_event(const struct aperture_control *ctl,
-					 const struct sample_key *key, const COUNTS_VALUE *delta)
+					 const struct sample_key *key, const COUNTS_DELTA *delta)
 {
 	static const COUNTS_VALUE zero_value;
 	COUNTS_VALUE *slot;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -88,18 +89,21 @@ static void print_line(struct dump_ctx *d, const struct sample_key *key, const u
 static int dump_totals(struct dump_ctx *d)
 {
 	struct sample_key key, next;
-	uint64_t raw[PROFILE_MAX_VALUES];
+	uint64_t *raw = calloc_logged(d->p->ops->nraw, sizeof(*raw));
 	void *prev = NULL;
+	int err;
 
-	if (d->p->ops->nraw > PROFILE_MAX_VALUES)
-		return -EINVAL;
+	if (!raw)
+		return -ENOMEM;
 	while (bpf_map_get_next_key(d->p->fd[MAP_TOTALS], prev, &next) == 0) {
 		if (bpf_map_lookup_elem(d->p->fd[MAP_TOTALS], &next, raw) == 0)
 			print_line(d, &next, raw);
 		key = next;
 		prev = &key;
 	}
-	return ferror(d->out) ? -EIO : 0;
+	err = ferror(d->out) ? -EIO : 0;
+	free(raw);
+	return err;
 }
 
 static int dump_one(struct dump_ctx *d, const char *dir, const struct profiler_ops *ops)

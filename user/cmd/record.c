@@ -392,6 +392,7 @@ static int record_loop(struct record_run *run)
 		err = wait_tick(run);
 		if (err)
 			return err;
+		symbolizer_reread_young(run->sym);
 	}
 	if (tty)
 		fputc('\n', stderr);
@@ -625,7 +626,10 @@ int record_main(int argc, char **argv)
 	if (write_outputs(&run))
 		err = EXIT_RUNTIME;
 	for (int i = 0; i < run.nprofs; i++)
-		print_top(&run.profiles[i], weight_index(&run.profiles[i], o->weight), o->top);
+		if (run.profs[i]->ops->report)
+			run.profs[i]->ops->report(run.profs[i], (unsigned int)o->top, stdout);
+		else
+			print_top(&run.profiles[i], weight_index(&run.profiles[i], o->weight), o->top);
 cleanup:
 	run_cleanup(&run);
 	return err;

@@ -125,6 +125,7 @@ static int sample_symbolize(struct profile *p, struct profile_sample *s,
 	s->object_name = object_name(p, s, raw);
 	if (s->object_name) {
 		s->frames[k].sym.name = s->frames[k].sym.function = s->object_name;
+		s->frames[k].sym.addr = s->object;	/* exporters tell locations apart by address */
 		k++;
 	}
 	first_kernel = k;

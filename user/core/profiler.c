@@ -13,6 +13,7 @@ const struct profiler_ops *const profilers[] = {
 	&profiler_oncpu,
 	&profiler_offcpu,
 	&profiler_locks,
+	&profiler_syscalls,
 	NULL,
 };
 
@@ -312,12 +313,12 @@ int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids)
 static int drain_by_walk(struct profiler *p, int fd, record_fn fn, void *ctx)
 {
 	struct sample_key key, next;
-	uint64_t values[PROFILE_MAX_VALUES];
+	uint64_t *values = calloc_logged(p->ops->nraw, sizeof(*values));
 	struct raw_record rec = { .key = &next, .values = values };
 	void *prev = NULL;
-	int err = 0;
+	int err = values ? 0 : -ENOMEM;
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+	while (values && bpf_map_get_next_key(fd, prev, &next) == 0) {
 		if (prev)
 			bpf_map_delete_elem(fd, prev);
 		if (bpf_map_lookup_elem(fd, &next, values) == 0 && !err) {
@@ -329,6 +330,7 @@ static int drain_by_walk(struct profiler *p, int fd, record_fn fn, void *ctx)
 	}
 	if (prev)
 		bpf_map_delete_elem(fd, prev);
+	free(values);
 	return err;
 }
 
@@ -477,6 +479,8 @@ static int add_record(struct profiler *p, const struct raw_record *rec, void *ar
 	if (nuser < 0 || nkernel < 0)
 		ctx->lost_stacks++;
 	p->ops->to_values(p, rec->values, values);
+	if (p->ops->on_record)
+		p->ops->on_record(p, rec);
 	return profile_add(ctx->prof, &(struct profile_record){
 		.tgid = k->tgid, .pid = k->pid, .comm = k->comm,
 		.user_stack_id = nuser < 0 ? APERTURE_STACK_LOST : k->user_stack_id,

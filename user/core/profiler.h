@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "aperture.h"
 #include "profile.h"
 #include "kernel_features.h"
@@ -56,7 +57,7 @@ void profiler_shared_init(struct profiler_shared *shared);
 void profiler_shared_close(struct profiler_shared *shared);
 
 /* A kind's settings: its struct X_config, by ops->id in profiler_opts.config. */
-#define PROFILER_CONFIG_MAX 64
+#define PROFILER_CONFIG_MAX 128
 
 struct profiler_opts {
 	struct profiler_shared *shared;	/* NULL: this profiler's own control maps */
@@ -121,6 +122,10 @@ struct profiler_ops {
 	struct value_type period_type;
 	void (*to_values)(const struct profiler *p, const uint64_t *raw, uint64_t *values);
 	profile_object_namer object_name;	/* names sample_key.object (the leaf frame), or NULL */
+	/* Optional: sees every drained record (a kind's own report keeps what the profile does not). */
+	void (*on_record)(struct profiler *p, const struct raw_record *rec);
+	/* Optional: a report of its own instead of the top functions (record --top N). */
+	void (*report)(struct profiler *p, unsigned int top, FILE *out);
 	int64_t (*period)(const struct profiler *p);
 
 	/* Opens and loads the skeleton: PROFILER_OPEN_SKEL(p, NAME). */
@@ -155,6 +160,7 @@ static inline void *profiler_config(const struct profiler_opts *opts, const stru
 extern const struct profiler_ops profiler_oncpu;
 extern const struct profiler_ops profiler_offcpu;
 extern const struct profiler_ops profiler_locks;
+extern const struct profiler_ops profiler_syscalls;
 
 /* NULL-terminated table of every profiler. */
 extern const struct profiler_ops *const profilers[];

@@ -41,6 +41,13 @@
 #define MAX_JIT_SYMS	(1u << 20)
 #define MAX_NAME_BYTES	(256u << 20)	/* interned names (module+0xOFF, JIT) */
 #define REFRESH_NS	1000000000ull	/* re-read maps on a miss at most once a second */
+/*
+ * A process is often announced by its first event, right after its exec,
+ * before the dynamic loader has mapped its libraries: its maps are read
+ * again a few times in its first second (symbolizer_reread_young).
+ */
+#define YOUNG_NS	1000000000ull
+#define YOUNG_REREADS	3
 #define KERNEL_MIN	0xffff800000000000ull
 #define KERNEL_PATH	"[kernel.kallsyms]"
 #define ANON_PATH	"[anon]"
@@ -70,6 +77,8 @@ struct proc {
 	uint32_t tgid;
 	uint64_t last_used;		/* symbolizer tick, for eviction */
 	uint64_t refreshed_ns;
+	uint64_t tracked_ns;		/* when announced: its maps grow for a while after */
+	int young_rereads;
 	struct proc_map *maps;		/* sorted by start */
 	size_t nmaps;
 	struct symtab jit;		/* from perf-PID.map */
@@ -543,7 +552,7 @@ static int proc_add(struct symbolizer *sym, uint32_t tgid, struct proc **out)
 		return err;
 	}
 	perf_map_read(p);
-	p->refreshed_ns = now_ns(CLOCK_MONOTONIC);
+	p->refreshed_ns = p->tracked_ns = now_ns(CLOCK_MONOTONIC);
 	if (sym->nprocs >= MAX_PROCS)
 		proc_evict_one(sym);
 	p->next = sym->procs[tgid % PROC_BUCKETS];
@@ -601,11 +610,26 @@ int symbolizer_track(struct symbolizer *sym, uint32_t tgid)
 
 	if (p) {
 		p->last_used = ++sym->tick;
-		p->refreshed_ns = now_ns(CLOCK_MONOTONIC);
+		p->refreshed_ns = p->tracked_ns = now_ns(CLOCK_MONOTONIC);
+		p->young_rereads = 0;
 		proc_refresh_maps(sym, p);
 		return 0;
 	}
 	return proc_get(sym, tgid) ? 0 : -ESRCH;
+}
+
+void symbolizer_reread_young(struct symbolizer *sym)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	for (size_t b = 0; b < PROC_BUCKETS; b++) {
+		for (struct proc *p = sym->procs[b]; p; p = p->next) {
+			if (p->young_rereads >= YOUNG_REREADS || now - p->tracked_ns > YOUNG_NS)
+				continue;
+			p->young_rereads++;
+			proc_refresh_maps(sym, p);
+		}
+	}
 }
 
 /* ---- user frames ---- */

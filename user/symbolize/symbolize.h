@@ -46,6 +46,14 @@ void symbolizer_free(struct symbolizer *sym);
  */
 int symbolizer_track(struct symbolizer *sym, uint32_t tgid);
 
+/*
+ * Reads again the maps of the processes announced in the last second (at
+ * most a few times each): called periodically (every 100 ms by record), so
+ * that a process announced before its loader mapped its libraries, and gone
+ * before the next snapshot, is still named.
+ */
+void symbolizer_reread_young(struct symbolizer *sym);
+
 /* Fills @out for a user address of @tgid (tracks @tgid first if needed). Never fails: unknown frames get "[unknown]". */
 void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struct sym_frame *out);
 

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Syscall profiler: per (process, syscall, errno) the calls, total and max
+ * latency and a log2 latency histogram, all in the kernel (the histogram is
+ * slots of the map value: no per-call user-space work).  tp_btf sys_enter /
+ * sys_exit; the user stack only for calls slower than stack_min_ns.
+ */
+#include "vmlinux.h"
+#include "syscalls.h"
+#define PROFILER_ID PROFILER_SYSCALLS
+#define PROFILER_CONFIG struct syscalls_config
+#define COUNTS_VALUE struct syscalls_value
+#define COUNTS_DELTA struct syscalls_delta
+#define COUNTS_VALUE_ADD(slot, delta) syscalls_value_add(slot, delta)
+
+/* What one call adds. */
+struct syscalls_delta {
+	__u64 ns;
+	__u32 slot;
+	__u32 error;
+};
+
+static inline __attribute__((always_inline)) void syscalls_value_add(struct syscalls_value *slot,
+								     const struct syscalls_delta *delta);
+#include "lib/profiler.bpf.h"
+#include "lib/syscall.bpf.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct syscalls_start);
+} syscall_start SEC(".maps");
+
+static inline __attribute__((always_inline)) void syscalls_value_add(struct syscalls_value *slot,
+								     const struct syscalls_delta *delta)
+{
+	__u32 i = delta->slot;
+
+	__sync_fetch_and_add(&slot->calls, 1);
+	__sync_fetch_and_add(&slot->total_ns, delta->ns);
+	if (delta->error)
+		__sync_fetch_and_add(&slot->errors, 1);
+	if (delta->ns > slot->max_ns)	/* racy max: one of two concurrent raises wins */
+		slot->max_ns = delta->ns;
+	if (i < SYSCALL_HIST_SLOTS)
+		__sync_fetch_and_add(&slot->hist[i], 1);
+}
+
+/* floor(log2(ns)), capped to the last slot. */
+static __always_inline __u32 hist_slot(__u64 ns)
+{
+	__u32 slot = 0;
+
+	for (int i = 0; i < SYSCALL_HIST_SLOTS - 1; i++) {
+		if (ns < 2)
+			break;
+		ns >>= 1;
+		slot++;
+	}
+	return slot;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
+{
+	struct aperture_control *ctl = control_get();
+	struct syscalls_config *cfg = config_get();
+	struct syscalls_start *start;
+
+	if (!ctl || !cfg || (cfg->only_set && id != cfg->only_nr))
+		return 0;
+	if (!task_wanted(ctl, bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	start = bpf_task_storage_get(&syscall_start, bpf_get_current_task_btf(), NULL,
+				     BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!start) {
+		stat_inc(STAT_START_FULL);
+		return 0;
+	}
+	start->nr = id;
+	start->enter_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
+{
+	struct aperture_control *ctl = control_get();
+	struct syscalls_config *cfg = config_get();
+	struct syscalls_start *start;
+	struct syscalls_delta delta = {};
+	struct sample_key key = {};
+	bool failed = ret < 0 && ret >= -4095;
+
+	if (!ctl || !cfg)
+		return 0;
+	start = bpf_task_storage_get(&syscall_start, bpf_get_current_task_btf(), NULL, 0);
+	/* exit and exit_group never return; execve returns in a new image (counted). */
+	if (!start || !start->enter_ns || start->nr != (__u64)SYSCALL_NR(regs))
+		return 0;
+	delta.ns = bpf_ktime_get_ns() - start->enter_ns;
+	delta.slot = hist_slot(delta.ns);
+	delta.error = failed;
+	start->enter_ns = 0;
+	key.tgid = bpf_get_current_pid_tgid() >> 32;
+	key.object = SYSCALL_OBJECT(start->nr, failed ? -ret : 0);
+	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	process_seen(key.tgid);
+	/* Per process, no stack: unless this call is slow enough to be worth a walk. */
+	if (cfg->stack_min_ns && delta.ns >= cfg->stack_min_ns) {
+		key.pid = (__u32)bpf_get_current_pid_tgid();
+		key.user_stack_id = stack_store(ctx, true);
+	}
+	record_event(ctl, &key, &delta);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

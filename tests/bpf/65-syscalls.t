@@ -1,0 +1,38 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Syscalls (--syscalls) against sysburn, whose calls are known: K getppid(),
+# N failing close(-1) (EBADF), M nanosleep() of 20 ms.  Counts and histograms
+# are kept in the kernel; the report, folded and pprof come from them.
+. "$(dirname "$0")/../lib.sh"
+require_root
+require_aperture
+require_workload sysburn
+
+K=100000; N=1000; M=50
+ap_ok "--syscalls -- sysburn" sc record --syscalls --syscall-errors --syscall-sort count --top 40 \
+	-o "$TMP/sc.folded" -o "$TMP/sc.pb.gz" -- "$WL/sysburn" $K $N $M
+# report row: NAME CALLS ERRORS TOTAL_MS AVG_US MAX_US
+row() { awk -v n="$1" -v f="$2" '$1 == n && NF == 6 { print $f; exit }' "$TMP/sc.out"; }
+is_within "getppid: $K calls counted (0.1%)" $K "$(row getppid 2)" $((K / 1000))
+is "close(-1): $N errors" "$(row close 3)" $N
+ok "close(-1): the errors are EBADF" grep -qE "^ +EBADF +$N\$" "$TMP/sc.out"
+is "nanosleep: $M calls" "$(row clock_nanosleep 2)" $M
+ok "nanosleep: all $M in the 16-32 ms slot" grep -qE "^ +16ms \.\. 33ms +$M \|" "$TMP/sc.out"
+is "folded: the failed closes are a leaf of their own" "$(awk '$1 == "sysburn;close:EBADF" { print "y" }' "$TMP/sc.folded")" y
+ge "folded: getppid's total latency" "$(awk '$1 == "sysburn;getppid" { print $2 }' "$TMP/sc.folded")" 1000000
+ok "pprof: go tool pprof reads it" sh -c "HOME='$TMP' GOCACHE='$TMP/gocache' go tool pprof -symbolize=none -sample_index=calls -top '$TMP/sc.pb.gz' > '$TMP/sc.top' 2>/dev/null"
+ok "pprof: calls of getppid" grep -qE "^ +$K .* getppid\$" "$TMP/sc.top"
+
+# --syscall-filter: only that one reaches the maps.
+ap_ok "--syscall-filter close" flt record --syscalls --syscall-filter close --top 40 -o "$TMP/flt.folded" \
+	-- "$WL/sysburn" 1000 10 1
+is "--syscall-filter close: only close" "$(sed 's/ [0-9]*$//; s/:.*//' "$TMP/flt.folded" | sort -u | tr '\n' ' ')" "sysburn;close "
+run_ap badflt record --syscalls --syscall-filter nosuchcall -d 1
+is "--syscall-filter with an unknown name exits 2" "$AP_RC" 2
+
+# --syscall-stacks: slow calls carry the caller's user stack.
+ap_ok "--syscall-stacks 10000" stk record --syscalls --syscall-stacks 10000 --top 0 -o "$TMP/stk.folded" \
+	-- "$WL/sysburn" 10 1 5
+ok "slow nanosleeps have the caller's stack" grep -qE '^sysburn;.*main;.*clock_nanosleep [0-9]+$' "$TMP/stk.folded"
+ok "fast calls stay without a stack" grep -qE '^sysburn;getppid [0-9]+$' "$TMP/stk.folded"
+done_testing
