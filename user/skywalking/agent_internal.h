@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef AGENT_INTERNAL_H
+#define AGENT_INTERNAL_H
+
+/*
+ * What the pieces of `aperture run` share: the agent's state and the calls
+ * one piece makes into another.  Only user/skywalking/agent*.c include this;
+ * the rest of aperture sees agent.h.
+ *
+ *   agent.c        the loop, shutdown, agent_main
+ *   agent_opts.c   options, --help, the token
+ *   agent_oap.c    the gRPC calls and how their failures are told
+ *   agent_procs.c  process selection, reportProcesses, keepAlive
+ *   agent_tasks.c  queryTasks, accepting, starting and ending tasks
+ *   agent_prof.c   the profilers: each one's target set follows its tasks
+ *   agent_spool.c  the encoded messages kept while the OAP is unreachable
+ *   agent_flush.c  profiler snapshots into collectProfilingData messages
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include "grpc.h"
+#include "profiler.h"
+#include "skywalking.h"
+#include "util.h"
+
+#define MAX_SELECT 64
+#define MS 1000000ull		/* ns per ms */
+
+struct agent_opts {
+	const char *oap;
+	char *token;
+	uint32_t pids[MAX_SELECT];
+	int npids;
+	const char *exe_patterns[MAX_SELECT];
+	int nexe;
+	const char *cgroups[MAX_SELECT];	/* paths relative to the cgroup2 root */
+	int ncgroups;
+	const char *service, *instance;
+	uint64_t heartbeat_ms, task_ms, flush_ms, deadline_ms, backoff_max_ms;
+	uint64_t report_every;
+	uint64_t spool_bytes;
+	uint64_t duration_s;
+	struct profiler_opts prof;	/* each profiler's own options (-F, --min-block-us, ...) */
+	const char *pin_dir;		/* NULL: profilers load per task, nothing pinned */
+};
+
+struct agent_proc {
+	struct sw_process sw;		/* points into the strings below */
+	uint64_t start_time;		/* /proc/PID/stat starttime: tells a reused pid apart */
+	char *service, *instance, *name, *cmdline;
+	bool seen;			/* in the latest scan */
+	bool reported;			/* the OAP answered with its id */
+};
+
+enum task_state { TASK_PENDING, TASK_RUNNING, TASK_DONE };
+/* A task's kind is the id of the profiler that serves it (an index into agent.prof). */
+#define KIND_NONE (-1)
+
+struct agent_task {
+	struct sw_task t;
+	int kind;			/* profiler id; KIND_NONE: remembered only, never run */
+	enum task_state state;
+	uint32_t *pids;
+	size_t npids;
+	int64_t run_start_ms, stop_at_ms;	/* CLOCK_REALTIME */
+	uint64_t count;			/* samples / switches queued for the OAP */
+	uint64_t messages;
+};
+
+struct agent_prof {
+	const struct profiler_ops *ops;
+	struct profiler *p;
+	struct ring_buffer *events;
+	uint32_t *pids;			/* p->opts.pids points here */
+};
+
+struct spool_batch {
+	struct sw_msgs msgs;		/* one collectProfilingData stream */
+	struct spool_batch *next;
+};
+
+struct spool {
+	struct spool_batch *head, *tail;
+	size_t bytes, limit;
+	uint64_t dropped_msgs, dropped_bytes;
+};
+
+struct agent {
+	struct agent_opts o;
+	char agent_id[37];
+	char hostname[256];
+	char host_ip[INET6_ADDRSTRLEN];
+	struct grpc_channel *ch;
+	struct symbolizer *sym;
+	struct agent_proc **procs;
+	size_t nprocs;
+	struct agent_task **tasks;
+	size_t ntasks;
+	struct agent_prof prof[PROFILER_MAX];	/* by profiler id; ops NULL: no SkyWalking target */
+	struct profiler_shared shared;	/* --pin: one control map, one target set */
+	struct spool spool;
+	int64_t latest_update_ms;
+	uint64_t heartbeats;
+	bool oap_down;			/* the last call failed with a transient error */
+	bool fatal;			/* the OAP refused us: stop */
+};
+
+static inline int64_t wall_ms(void)
+{
+	return (int64_t)(now_ns(CLOCK_REALTIME) / MS);
+}
+
+/* agent_opts.c */
+int parse_args(struct agent_opts *o, int argc, char **argv);
+
+/* agent_oap.c */
+bool transient(int code);
+bool call_failed(struct agent *a, const char *what, int code, const struct grpc_status *st);
+bool unary(struct agent *a, const char *what, const char *path, struct sw_msg *req,
+	   struct grpc_buf *reply);
+int send_batch(struct agent *a, const struct sw_msgs *msgs, struct grpc_status *st);
+
+/* agent_procs.c */
+ssize_t read_small(const char *path, char *buf, size_t size);
+void host_identity(struct agent *a);
+void proc_free(struct agent_proc *p);
+void report_processes(struct agent *a, bool all);
+bool any_unreported(const struct agent *a);
+void heartbeat(struct agent *a);
+
+/* agent_tasks.c */
+void task_free(struct agent_task *t);
+void query_tasks(struct agent *a);
+void tick_tasks(struct agent *a);
+void prune_tasks(struct agent *a);
+void log_task_end(const struct agent *a, const struct agent_task *t, const char *how);
+
+/* agent_prof.c */
+void prof_close(struct agent_prof *ap);
+int open_pinned(struct agent *a);
+void reconfigure(struct agent *a, int kind);
+
+/* agent_spool.c */
+void spool_pop(struct spool *s);
+void spool_push(struct spool *s, struct sw_msgs *msgs);
+void spool_send(struct agent *a);
+void spool_log_losses(const struct agent *a);
+
+/* agent_flush.c */
+void flush(struct agent *a);
+
+#endif /* AGENT_INTERNAL_H */

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * `aperture run` options, --help and the OAP token.  The token is never
+ * taken from the command line (it would show in ps).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include "agent_internal.h"
+#include "cli.h"
+
+enum {
+	OPT_OAP = 256, OPT_TOKEN_FILE, OPT_TOKEN, OPT_EXE, OPT_CGROUP, OPT_SERVICE, OPT_INSTANCE,
+	OPT_HEARTBEAT, OPT_TASK, OPT_FLUSH, OPT_REPORT_EVERY, OPT_SPOOL, OPT_DEADLINE,
+	OPT_RECONNECT, OPT_PIN,
+};
+
+static const struct option agent_options[] = {
+	{ "oap", required_argument, NULL, OPT_OAP },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "token", required_argument, NULL, OPT_TOKEN },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "exe-pattern", required_argument, NULL, OPT_EXE },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "service", required_argument, NULL, OPT_SERVICE },
+	{ "instance", required_argument, NULL, OPT_INSTANCE },
+	{ "heartbeat-interval", required_argument, NULL, OPT_HEARTBEAT },
+	{ "task-interval", required_argument, NULL, OPT_TASK },
+	{ "flush-interval", required_argument, NULL, OPT_FLUSH },
+	{ "report-every", required_argument, NULL, OPT_REPORT_EVERY },
+	{ "spool-size", required_argument, NULL, OPT_SPOOL },
+	{ "deadline", required_argument, NULL, OPT_DEADLINE },
+	{ "reconnect-max", required_argument, NULL, OPT_RECONNECT },
+	{ "pin", required_argument, NULL, OPT_PIN },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"Usage: aperture run --oap HOST:PORT [--pid N] [--exe-pattern GLOB] [--cgroup PATH] [OPTIONS]\n"
+"Serves Apache SkyWalking OAP eBPF profiling tasks (ON_CPU, OFF_CPU) for host processes.\n\n"
+"Process selection (any match; at least one):\n"
+"  -p, --pid N[,N...]         these processes\n"
+"      --exe-pattern GLOB     executable path or name (or comm) matches GLOB\n"
+"      --cgroup PATH          in this cgroup v2 (path under /sys/fs/cgroup, or the cgroup path)\n"
+"  Each option may be repeated.\n\n"
+"Reporting:\n"
+"      --oap HOST:PORT        the OAP's gRPC address (plaintext HTTP/2)\n"
+"      --token-file FILE      authentication token (else $APERTURE_OAP_TOKEN)\n"
+"      --service NAME         service name (default: the host name)\n"
+"      --instance NAME        instance name (default: the process name)\n"
+"      --heartbeat-interval S keepAlive period (default 20); every --report-every N-th (10)\n"
+"                             heartbeat re-reports every process\n"
+"      --task-interval S      queryTasks period (default 10)\n"
+"      --flush-interval S     profiling data upload period (default 5)\n"
+"      --spool-size BYTES     data kept while the OAP is unreachable (default 16M)\n"
+"      --deadline S           per-call deadline (default 10)\n"
+"      --reconnect-max S      reconnect backoff cap (default 30)\n\n"
+"Profiling (each profiler's options, for the tasks it serves):\n");
+	cli_profiler_help(out, CLI_KIND_OPTIONS);
+	fprintf(out,
+"      --pin DIR              keep both profilers loaded and pinned under DIR (bpffs): the\n"
+"                             control map, target set, totals and iterators of `aperture run\n"
+"                             --pin` (see the README); they survive a restart, and a restarted\n"
+"                             agent takes them over. `aperture run --unpin --pin DIR` removes them\n"
+"  -d, --duration S           exit after S seconds (default: run until SIGINT/SIGTERM)\n"
+"  -v, --verbose              log what happens\n");
+}
+
+static bool parse_seconds(const char *what, const char *arg, uint64_t *ms)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= 0.01) || v > 86400 * 365.0) {
+		log_error("%s: '%s' is not a number of seconds >= 0.01", what, arg);
+		return false;
+	}
+	*ms = (uint64_t)(v * 1000 + 0.5);
+	return true;
+}
+
+static bool parse_size(const char *what, const char *arg, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > (1ull << 40) >> shift) {
+		log_error("%s: '%s' is not a size (e.g. 16M)", what, arg);
+		return false;
+	}
+	*out = (uint64_t)v << shift;
+	return true;
+}
+
+/* The first line of @path, surrounding white space removed. */
+static char *read_token_file(const char *path)
+{
+	char buf[4096], *start, *end;
+	ssize_t n = read_small(path, buf, sizeof(buf));
+
+	if (n < 0) {
+		log_error("--token-file %s: %s", path, strerror((int)-n));
+		return NULL;
+	}
+	buf[strcspn(buf, "\r\n")] = '\0';
+	for (start = buf; isspace((unsigned char)*start); start++)
+		;
+	for (end = start + strlen(start); end > start && isspace((unsigned char)end[-1]); end--)
+		;
+	*end = '\0';
+	if (!*start) {
+		log_error("--token-file %s: empty", path);
+		return NULL;
+	}
+	return strdup_logged(start);
+}
+
+static bool add_cgroup(struct agent_opts *o, const char *arg)
+{
+	static const char root[] = "/sys/fs/cgroup";
+	uint64_t id;
+
+	if (o->ncgroups == MAX_SELECT) {
+		log_error("--cgroup: at most %d", MAX_SELECT);
+		return false;
+	}
+	if (!strncmp(arg, root, sizeof(root) - 1) &&
+	    (arg[sizeof(root) - 1] == '/' || arg[sizeof(root) - 1] == '\0')) {
+		if (!cli_cgroup_id(arg, &id))
+			return false;
+		arg += sizeof(root) - 1;
+		if (!*arg)
+			arg = "/";
+	} else if (arg[0] != '/') {
+		log_error("--cgroup %s: want an absolute path", arg);
+		return false;
+	}
+	o->cgroups[o->ncgroups++] = arg;
+	return true;
+}
+
+/* Checks across options, and reads the token.  0 or an exit code. */
+static int check_args(struct agent_opts *o, const char *token_file)
+{
+	const char *env = getenv("APERTURE_OAP_TOKEN");
+
+	if (o->deadline_ms > 3600000 || o->backoff_max_ms > 3600000) {
+		log_error("run: --deadline and --reconnect-max are at most 3600 s");
+		return EXIT_USAGE;
+	}
+	if (!o->oap) {
+		log_error("run: --oap HOST:PORT is required");
+		return EXIT_USAGE;
+	}
+	if (!o->npids && !o->nexe && !o->ncgroups) {
+		log_error("run: select processes with --pid, --exe-pattern or --cgroup");
+		return EXIT_USAGE;
+	}
+	if (token_file) {
+		o->token = read_token_file(token_file);
+		if (!o->token)
+			return EXIT_USAGE;
+	} else if (env && *env) {
+		o->token = strdup_logged(env);
+		if (!o->token)
+			return EXIT_RUNTIME;
+	}
+	return 0;
+}
+
+static int parse_with(struct agent_opts *o, int argc, char **argv, const struct cli_getopt *g)
+{
+	const char *token_file = NULL;
+	int c, n;
+
+	*o = (struct agent_opts){
+		.heartbeat_ms = 20000, .task_ms = 10000, .flush_ms = 5000, .deadline_ms = 10000,
+		.backoff_max_ms = 30000, .report_every = 10, .spool_bytes = 16u << 20,
+	};
+	cli_profiler_defaults(&o->prof);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, g->shorts, g->opts, NULL)) != -1) {
+		bool ok = true;
+
+		n = cli_profiler_option(CLI_KIND_OPTIONS, c, optarg, &o->prof, NULL, 0);
+		if (n < 0)
+			return EXIT_USAGE;
+		if (n)
+			continue;
+		switch (c) {
+		case OPT_OAP: o->oap = optarg; break;
+		case OPT_PIN: o->pin_dir = optarg; break;
+		case OPT_TOKEN_FILE: token_file = optarg; break;
+		case OPT_TOKEN:
+			log_error("--token: a token on the command line shows in ps; use --token-file FILE or APERTURE_OAP_TOKEN");
+			return EXIT_USAGE;
+		case 'p':
+			n = cli_parse_pids(optarg, o->pids + o->npids, MAX_SELECT - o->npids);
+			ok = n > 0;
+			if (ok)
+				o->npids += n;
+			break;
+		case OPT_EXE:
+			ok = o->nexe < MAX_SELECT;
+			if (ok)
+				o->exe_patterns[o->nexe++] = optarg;
+			else
+				log_error("--exe-pattern: at most %d", MAX_SELECT);
+			break;
+		case OPT_CGROUP: ok = add_cgroup(o, optarg); break;
+		case OPT_SERVICE: o->service = optarg; break;
+		case OPT_INSTANCE: o->instance = optarg; break;
+		case OPT_HEARTBEAT: ok = parse_seconds("--heartbeat-interval", optarg, &o->heartbeat_ms); break;
+		case OPT_TASK: ok = parse_seconds("--task-interval", optarg, &o->task_ms); break;
+		case OPT_FLUSH: ok = parse_seconds("--flush-interval", optarg, &o->flush_ms); break;
+		case OPT_DEADLINE: ok = parse_seconds("--deadline", optarg, &o->deadline_ms); break;
+		case OPT_RECONNECT: ok = parse_seconds("--reconnect-max", optarg, &o->backoff_max_ms); break;
+		case OPT_REPORT_EVERY: ok = cli_parse_u64("--report-every", optarg, 1, 1000000, &o->report_every); break;
+		case OPT_SPOOL: ok = parse_size("--spool-size", optarg, &o->spool_bytes); break;
+		case 'd': ok = cli_parse_u64("-d", optarg, 1, 365ull * 86400, &o->duration_s); break;
+		case 'v': log_verbose++; break;
+		case 'h': usage(stdout); return -1;
+		default:
+			log_error("run: unknown or incomplete option '%s' (try aperture run --help)", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+		if (!ok)
+			return EXIT_USAGE;
+	}
+	if (optind < argc) {
+		log_error("run: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (!cli_profiler_check(&o->prof))
+		return EXIT_USAGE;
+	return check_args(o, token_file);
+}
+
+/* Returns 0 to go on, -1 after --help, or an exit code. */
+int parse_args(struct agent_opts *o, int argc, char **argv)
+{
+	struct cli_getopt g;
+	int err = EXIT_RUNTIME;
+
+	if (cli_getopt_build(&g, "+p:d:vh", agent_options, CLI_KIND_OPTIONS))
+		err = parse_with(o, argc, argv, &g);
+	cli_getopt_free(&g);
+	return err;
+}
+

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Which host processes the agent profiles (--pid, --exe-pattern, --cgroup),
+ * and telling the OAP about them: reportProcesses, which gives each its
+ * process id, and the keepAlive heartbeat.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <ifaddrs.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "agent_internal.h"
+
+/* A small /proc (or token) file into @buf, NUL-terminated: its length or -errno. */
+ssize_t read_small(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return (ssize_t)n;
+}
+
+static uint64_t proc_start_time(uint32_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	/* comm may hold spaces and parens: fields count from the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		sscanf(p + 1, "%llu", &start);
+	return start;
+}
+
+static bool cgroup_selected(const struct agent_opts *o, uint32_t pid)
+{
+	char path[64], buf[4096], *line, *save = NULL;
+
+	if (o->ncgroups == 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return false;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		for (int i = 0; i < o->ncgroups; i++) {
+			size_t n = strlen(o->cgroups[i]);
+
+			if (!strcmp(o->cgroups[i], "/") ||
+			    (!strncmp(line + 3, o->cgroups[i], n) && (line[3 + n] == '\0' || line[3 + n] == '/')))
+				return true;
+		}
+	}
+	return false;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+static bool exe_selected(const struct agent_opts *o, const char *exe, const char *comm)
+{
+	const char *base = base_name(exe);
+
+	for (int i = 0; i < o->nexe; i++)
+		if ((*exe && (!fnmatch(o->exe_patterns[i], exe, 0) || !fnmatch(o->exe_patterns[i], base, 0))) ||
+		    !fnmatch(o->exe_patterns[i], comm, 0))
+			return true;
+	return false;
+}
+
+static char *read_cmdline(uint32_t pid)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		n = 0;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	while (n > 0 && buf[n - 1] == ' ')
+		buf[--n] = '\0';
+	return strdup_logged(buf);
+}
+
+void proc_free(struct agent_proc *p)
+{
+	if (!p)
+		return;
+	free(p->sw.process_id);
+	free(p->service);
+	free(p->instance);
+	free(p->name);
+	free(p->cmdline);
+	free(p);
+}
+
+static struct agent_proc *proc_new(struct agent *a, uint32_t pid, uint64_t start, const char *exe,
+				   const char *comm)
+{
+	struct agent_proc *p = calloc_logged(1, sizeof(*p));
+	const char *base = base_name(exe);
+
+	if (!p)
+		return NULL;
+	p->name = strdup_logged(*base ? base : comm);
+	p->service = strdup_logged(a->o.service ? a->o.service : a->hostname);
+	p->instance = strdup_logged(a->o.instance ? a->o.instance : p->name ? p->name : comm);
+	p->cmdline = read_cmdline(pid);
+	if (!p->name || !p->service || !p->instance || !p->cmdline) {
+		proc_free(p);
+		return NULL;
+	}
+	p->start_time = start;
+	p->seen = true;
+	p->sw = (struct sw_process){
+		.pid = pid, .service = p->service, .instance = p->instance,
+		.process_name = p->name, .command_line = p->cmdline, .host_ip = a->host_ip,
+	};
+	return p;
+}
+
+static struct agent_proc *proc_find(struct agent *a, uint32_t pid, uint64_t start)
+{
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (a->procs[i]->sw.pid == pid && a->procs[i]->start_time == start)
+			return a->procs[i];
+	return NULL;
+}
+
+static int proc_add(struct agent *a, struct agent_proc *p)
+{
+	struct agent_proc **v = realloc(a->procs, (a->nprocs + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	a->procs = v;
+	a->procs[a->nprocs++] = p;
+	return 0;
+}
+
+/* Looks at one /proc entry; a selected process not seen before is added. */
+static void scan_one(struct agent *a, uint32_t pid)
+{
+	char path[64], exe[PATH_MAX] = "", comm[64] = "";
+	struct agent_proc *p;
+	uint64_t start;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	if (n > 10 && !strcmp(exe + n - 10, " (deleted)"))
+		exe[n - 10] = '\0';
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	if (read_small(path, comm, sizeof(comm)) < 0)
+		return;		/* gone */
+	comm[strcspn(comm, "\n")] = '\0';
+	/* Kernel threads (no exe) have no user stacks: only when asked by pid. */
+	if (!pid_in(a->o.pids, a->o.npids, pid) &&
+	    (!*exe || (!exe_selected(&a->o, exe, comm) && !cgroup_selected(&a->o, pid))))
+		return;
+	start = proc_start_time(pid);
+	p = proc_find(a, pid, start);
+	if (p) {
+		p->seen = true;
+		return;
+	}
+	p = proc_new(a, pid, start, exe, comm);
+	if (!p || proc_add(a, p)) {
+		proc_free(p);
+		return;
+	}
+	log_info("process %u (%s) selected", pid, p->name);
+}
+
+/* Rescans /proc: picks up new processes, forgets exited ones. */
+static void scan_processes(struct agent *a)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *de;
+	uint32_t self = (uint32_t)getpid();
+	size_t i, kept = 0;
+
+	if (!dir) {
+		log_warn("cannot read /proc: %s", strerror(errno));
+		return;
+	}
+	for (i = 0; i < a->nprocs; i++)
+		a->procs[i]->seen = false;
+	while ((de = readdir(dir))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+
+		if (*end || pid == 0 || pid == self)
+			continue;
+		scan_one(a, (uint32_t)pid);
+	}
+	closedir(dir);
+	for (i = 0; i < a->nprocs; i++) {
+		if (a->procs[i]->seen) {
+			a->procs[kept++] = a->procs[i];
+			continue;
+		}
+		log_info("process %u (%s) exited", a->procs[i]->sw.pid, a->procs[i]->name);
+		proc_free(a->procs[i]);
+	}
+	a->nprocs = kept;
+}
+
+enum proc_filter { PROCS_ALL, PROCS_UNREPORTED, PROCS_REPORTED };
+
+/* The sw_process of each process @which selects; NULL on ENOMEM. */
+static struct sw_process **proc_list(const struct agent *a, enum proc_filter which, size_t *n)
+{
+	struct sw_process **list = calloc(a->nprocs ? a->nprocs : 1, sizeof(*list));
+
+	*n = 0;
+	if (!list) {
+		log_warn("out of memory listing processes");
+		return NULL;
+	}
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (which == PROCS_ALL || a->procs[i]->reported == (which == PROCS_REPORTED))
+			list[(*n)++] = &a->procs[i]->sw;
+	return list;
+}
+
+/* reportProcesses with every process (@all) or those the OAP has no id for yet. */
+void report_processes(struct agent *a, bool all)
+{
+	struct grpc_buf reply = { 0 };
+	struct sw_process **list;
+	struct sw_msg req;
+	size_t n, i;
+	int matched;
+
+	list = proc_list(a, all ? PROCS_ALL : PROCS_UNREPORTED, &n);
+	if (!list || n == 0 || sw_encode_report(list, n, a->agent_id, &req))
+		goto out;
+	if (!unary(a, "reportProcesses", SW_PATH_REPORT_PROCESSES, &req, &reply))
+		goto out;
+	matched = sw_decode_downstream(reply.data, reply.len, list, n);
+	if (matched < 0) {
+		log_warn("OAP %s: reportProcesses answer does not decode", a->o.oap);
+		goto out;
+	}
+	for (i = 0; i < a->nprocs; i++)
+		if (a->procs[i]->sw.process_id)
+			a->procs[i]->reported = true;
+	log_info("reported %zu processes, the OAP identified %d", n, matched);
+out:
+	grpc_buf_free(&reply);
+	free(list);
+}
+
+static void keep_alive(struct agent *a)
+{
+	struct grpc_buf reply = { 0 };
+	struct sw_process **list;
+	struct sw_msg req;
+	size_t n;
+
+	list = proc_list(a, PROCS_REPORTED, &n);
+	if (list && n && !sw_encode_ping(list, n, a->agent_id, &req))
+		unary(a, "keepAlive", SW_PATH_KEEP_ALIVE, &req, &reply);
+	grpc_buf_free(&reply);
+	free(list);
+}
+
+bool any_unreported(const struct agent *a)
+{
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (!a->procs[i]->reported)
+			return true;
+	return false;
+}
+
+void heartbeat(struct agent *a)
+{
+	scan_processes(a);
+	if (a->heartbeats % a->o.report_every == 0)
+		report_processes(a, true);
+	else if (any_unreported(a))
+		report_processes(a, false);
+	if (!a->fatal)
+		keep_alive(a);
+	a->heartbeats++;
+}
+
+
+/* The host name is the default service; the address goes with every process reported. */
+void host_identity(struct agent *a)
+{
+	struct ifaddrs *ifs, *i;
+
+	if (gethostname(a->hostname, sizeof(a->hostname) - 1) || !a->hostname[0])
+		snprintf(a->hostname, sizeof(a->hostname), "localhost");
+	snprintf(a->host_ip, sizeof(a->host_ip), "127.0.0.1");
+	if (getifaddrs(&ifs))
+		return;
+	for (i = ifs; i; i = i->ifa_next) {
+		const struct sockaddr_in *sin = (const void *)i->ifa_addr;
+
+		if (!sin || sin->sin_family != AF_INET || !strcmp(i->ifa_name, "lo") ||
+		    ntohl(sin->sin_addr.s_addr) >> 24 == 127)
+			continue;
+		inet_ntop(AF_INET, &sin->sin_addr, a->host_ip, sizeof(a->host_ip));
+		break;
+	}
+	freeifaddrs(ifs);
+}
+

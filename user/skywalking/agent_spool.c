@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Encoded messages wait here until the OAP takes them, so an outage loses
+ * nothing until the spool is full; then the oldest go first.  One batch is
+ * one collectProfilingData stream, sent in order.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include "agent_internal.h"
+
+void spool_pop(struct spool *s)
+{
+	struct spool_batch *b = s->head;
+
+	s->head = b->next;
+	if (!s->head)
+		s->tail = NULL;
+	s->bytes -= b->msgs.bytes;
+	sw_msgs_free(&b->msgs);
+	free(b);
+}
+
+static void spool_drop_oldest(struct spool *s)
+{
+	s->dropped_msgs += s->head->msgs.n;
+	s->dropped_bytes += s->head->msgs.bytes;
+	spool_pop(s);
+}
+
+/* Queues @msgs (taken); drops the oldest batches to stay under the limit. */
+void spool_push(struct spool *s, struct sw_msgs *msgs)
+{
+	struct spool_batch *b = calloc_logged(1, sizeof(*b));
+	uint64_t dropped = s->dropped_msgs;
+
+	if (!b) {
+		s->dropped_msgs += msgs->n;
+		s->dropped_bytes += msgs->bytes;
+		sw_msgs_free(msgs);
+		return;
+	}
+	while (s->head && s->bytes + msgs->bytes > s->limit)
+		spool_drop_oldest(s);
+	if (s->dropped_msgs != dropped)
+		log_warn("spool full (%zu bytes): dropped the oldest data, %" PRIu64 " messages (%" PRIu64
+			 " bytes) dropped so far", s->limit, s->dropped_msgs, s->dropped_bytes);
+	b->msgs = *msgs;
+	*msgs = (struct sw_msgs){ 0 };
+	if (s->tail)
+		s->tail->next = b;
+	else
+		s->head = b;
+	s->tail = b;
+	s->bytes += b->msgs.bytes;
+}
+
+
+void spool_send(struct agent *a)
+{
+	struct spool *s = &a->spool;
+
+	while (s->head && !a->fatal) {
+		struct grpc_status st;
+		int code = send_batch(a, &s->head->msgs, &st);
+
+		if (!call_failed(a, "collectProfilingData", code, &st)) {
+			log_info("sent %zu profiling messages (%zu bytes)", s->head->msgs.n,
+				 s->head->msgs.bytes);
+			spool_pop(s);
+			continue;
+		}
+		if (transient(code) || a->fatal)
+			return;
+		/* Rejected for good (e.g. INVALID_ARGUMENT): resending would not help. */
+		log_warn("dropped %zu profiling messages the OAP rejected", s->head->msgs.n);
+		spool_drop_oldest(s);
+	}
+}
+
+/* At exit: what never reached the OAP. */
+void spool_log_losses(const struct agent *a)
+{
+	if (a->spool.head) {
+		size_t pending = 0;
+
+		for (struct spool_batch *b = a->spool.head; b; b = b->next)
+			pending += b->msgs.n;
+		log_warn("%zu profiling messages (%zu bytes) could not be sent to %s", pending,
+			 a->spool.bytes, a->o.oap);
+	}
+	if (a->spool.dropped_msgs)
+		log_warn("%" PRIu64 " profiling messages (%" PRIu64 " bytes) were dropped: the spool was full",
+			 a->spool.dropped_msgs, a->spool.dropped_bytes);
+}

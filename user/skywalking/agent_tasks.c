@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The profiling tasks the OAP hands out (queryTasks): which to accept, when
+ * each starts and stops, and when a finished one may be forgotten.  A task
+ * runs on the profiler of its TargetType; agent_prof.c follows the changes.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "agent_internal.h"
+#include "symbolize.h"
+
+/* @ms + @s seconds, saturated: task times come from the OAP and may be anything. */
+static int64_t ms_after(int64_t ms, int64_t s)
+{
+	int64_t delta, r;
+
+	if (__builtin_mul_overflow(s, 1000, &delta) || __builtin_add_overflow(ms, delta, &r))
+		return s > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* When a task handed out now could run no longer: TaskStartTime + FixedTriggerDuration. */
+static int64_t task_end_ms(const struct sw_task *t)
+{
+	return ms_after(t->start_time_ms, t->duration_s);
+}
+
+
+void task_free(struct agent_task *t)
+{
+	if (!t)
+		return;
+	sw_task_free(&t->t);
+	free(t->pids);
+	free(t);
+}
+
+static struct agent_task *task_find(struct agent *a, const char *id)
+{
+	for (size_t i = 0; i < a->ntasks; i++)
+		if (!strcmp(a->tasks[i]->t.task_id, id))
+			return a->tasks[i];
+	return NULL;
+}
+
+/* Local pids of the OAP process ids a task names; 0 when none is known here. */
+static size_t task_pids(struct agent *a, const struct sw_task *t, uint32_t **out)
+{
+	uint32_t *pids = calloc(a->nprocs ? a->nprocs : 1, sizeof(*pids));
+	size_t n = 0;
+
+	*out = pids;
+	if (!pids)
+		return 0;
+	for (size_t i = 0; i < a->nprocs; i++) {
+		const struct agent_proc *p = a->procs[i];
+
+		if (!p->sw.process_id)
+			continue;
+		for (size_t j = 0; j < t->nprocess_ids; j++) {
+			if (!strcmp(p->sw.process_id, t->process_ids[j])) {
+				pids[n++] = p->sw.pid;
+				break;
+			}
+		}
+	}
+	return n;
+}
+
+/* The profiler that serves @t's TargetType, by its ops.skywalking_target. */
+static int task_kind(const struct sw_task *t)
+{
+	for (int i = 0; profilers[i]; i++)
+		if (profilers[i]->skywalking_target && t->target_name &&
+		    strcmp(profilers[i]->skywalking_target, t->target_name) == 0)
+			return profilers[i]->id;
+	return KIND_NONE;
+}
+
+static int task_add(struct agent *a, struct agent_task *t)
+{
+	struct agent_task **v = realloc(a->tasks, (a->ntasks + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	a->tasks = v;
+	a->tasks[a->ntasks++] = t;
+	return 0;
+}
+
+/* The profiler kind to run @t with, or KIND_NONE (after saying why not). */
+static int task_run_kind(const struct sw_task *t, int64_t now)
+{
+	int64_t end = task_end_ms(t);
+	int kind = task_kind(t);
+
+	if (kind == KIND_NONE) {
+		log_warn("task %s: %s profiling is not supported, ignored", t->task_id, t->target_name);
+	} else if (strcmp(t->trigger, "FIXED_TIME")) {
+		log_warn("task %s: trigger %s is not supported, ignored", t->task_id, t->trigger);
+		kind = KIND_NONE;
+	} else if (now > end) {
+		log_info("task %s (%s) expired %" PRId64 " s ago, skipped", t->task_id, t->target_name,
+			 (now - end) / 1000);
+		kind = KIND_NONE;
+	}
+	return kind;
+}
+
+/* Takes @t and @pids (a task whose processes are known here). */
+static void accept_task(struct agent *a, struct sw_task *t, uint32_t *pids, size_t npids)
+{
+	struct agent_task *task = task_find(a, t->task_id);
+	int64_t now = wall_ms();
+	int kind;
+
+	if (task && task->state == TASK_RUNNING) {
+		/* The same task again only re-arms its stop time. */
+		task->stop_at_ms = ms_after(now, task->t.duration_s);
+		log_info("task %s re-armed: stops in %" PRId64 " s", task->t.task_id, task->t.duration_s);
+		goto drop;
+	}
+	if (task && (task->state == TASK_PENDING || task->kind == KIND_NONE))
+		goto drop;
+	kind = task_run_kind(t, now);
+	if (task && kind == KIND_NONE)
+		goto drop;	/* keep what ran before */
+	if (task) {
+		/* A finished task handed out again before its end time: run it again. */
+		sw_task_free(&task->t);
+		free(task->pids);
+	} else {
+		task = calloc_logged(1, sizeof(*task));
+		if (!task || task_add(a, task)) {
+			free(task);
+			goto drop;
+		}
+	}
+	/* A task that cannot run is remembered (TASK_DONE), so that it is said once. */
+	*task = (struct agent_task){
+		.t = *t, .pids = pids, .npids = npids, .kind = kind,
+		.state = kind == KIND_NONE ? TASK_DONE : TASK_PENDING,
+	};
+	if (kind != KIND_NONE)
+		log_info("task %s (%s, %" PRId64 " s, %zu processes) accepted", t->task_id,
+			 t->target_name, t->duration_s, npids);
+	return;
+drop:
+	sw_task_free(t);
+	free(pids);
+}
+
+static void handle_command(struct agent *a, const struct sw_command *c, int64_t *max_update)
+{
+	struct sw_task t;
+	uint32_t *pids;
+	size_t npids;
+	int err = sw_task_parse(c, &t);
+
+	if (err == -ENOENT) {
+		log_info("ignoring OAP command %s", c->name ? c->name : "(unnamed)");
+		return;
+	}
+	if (err) {
+		log_warn("OAP %s: malformed profiling task ignored: %s", a->o.oap, strerror(-err));
+		return;
+	}
+	npids = task_pids(a, &t, &pids);
+	if (npids == 0) {
+		/* Not advancing latestUpdateTime over it: it comes again once we know the process. */
+		log_info("task %s: none of its processes is known here yet", t.task_id);
+		free(pids);
+		sw_task_free(&t);
+		return;
+	}
+	if (t.update_time_ms > *max_update)
+		*max_update = t.update_time_ms;
+	accept_task(a, &t, pids, npids);
+}
+
+void query_tasks(struct agent *a)
+{
+	struct sw_commands cmds = { 0 };
+	struct grpc_buf reply = { 0 };
+	int64_t max_update = a->latest_update_ms;
+	struct sw_msg req;
+
+	if (sw_encode_task_query(a->agent_id, a->latest_update_ms, &req))
+		return;
+	if (!unary(a, "queryTasks", SW_PATH_QUERY_TASKS, &req, &reply))
+		goto out;
+	if (sw_decode_commands(reply.data, reply.len, &cmds)) {
+		log_warn("OAP %s: queryTasks answer does not decode", a->o.oap);
+		goto out;
+	}
+	for (size_t i = 0; i < cmds.n; i++)
+		handle_command(a, &cmds.v[i], &max_update);
+	a->latest_update_ms = max_update;
+out:
+	sw_commands_free(&cmds);
+	grpc_buf_free(&reply);
+}
+
+
+/* The tests read this line: "task ID (TYPE) finished: COUNT ..." */
+void log_task_end(const struct agent *a, const struct agent_task *t, const char *how)
+{
+	log_info("task %s (%s) %s: %" PRIu64 " %s in %" PRIu64 " messages", t->t.task_id,
+		 t->t.target_name, how, t->count, a->prof[t->kind].ops->value_types[0].type,
+		 t->messages);
+}
+
+/* Starts due tasks, ends finished ones (after a last flush). */
+void tick_tasks(struct agent *a)
+{
+	int64_t now = wall_ms();
+	bool changed[PROFILER_MAX] = { false }, stopping = false;
+	size_t i;
+
+	for (i = 0; i < a->ntasks; i++) {
+		struct agent_task *t = a->tasks[i];
+
+		if (t->state == TASK_PENDING && now >= t->t.start_time_ms) {
+			t->state = TASK_RUNNING;
+			t->run_start_ms = now;
+			t->stop_at_ms = ms_after(now, t->t.duration_s);
+			for (size_t j = 0; j < t->npids; j++)
+				symbolizer_track(a->sym, t->pids[j]);
+			log_info("task %s (%s) started for %" PRId64 " s", t->t.task_id, t->t.target_name,
+				 t->t.duration_s);
+			changed[t->kind] = true;
+		} else if (t->state == TASK_RUNNING && now >= t->stop_at_ms) {
+			stopping = true;
+		}
+	}
+	if (stopping) {
+		flush(a);	/* the last interval of the ending tasks */
+		for (i = 0; i < a->ntasks; i++) {
+			struct agent_task *t = a->tasks[i];
+
+			if (t->state != TASK_RUNNING || now < t->stop_at_ms)
+				continue;
+			t->state = TASK_DONE;
+			changed[t->kind] = true;
+			log_task_end(a, t, "finished");
+		}
+	}
+	for (int k = 0; k < PROFILER_MAX; k++)
+		if (changed[k])
+			reconfigure(a, k);
+}
+
+/* Forgets finished tasks the OAP can no longer hand out as live. */
+void prune_tasks(struct agent *a)
+{
+	int64_t now = wall_ms();
+	size_t kept = 0;
+
+	for (size_t i = 0; i < a->ntasks; i++) {
+		struct agent_task *t = a->tasks[i];
+
+		if (t->state == TASK_DONE && now > ms_after(task_end_ms(&t->t), 3600)) {
+			task_free(t);
+			continue;
+		}
+		a->tasks[kept++] = t;
+	}
+	a->ntasks = kept;
+}
+
