@@ -120,13 +120,16 @@ int open_pinned(struct agent *a)
 		if (a->prof[k].ops)
 			ops[n++] = a->prof[k].ops;
 	err = pin_start(a->o.pin_dir, ops, n, &opts, profs);
+	/* Stored first, so that agent_free closes every one even after a failure below. */
+	for (int i = 0; i < n && !err; i++)
+		a->prof[ops[i]->id].p = profs[i];
 	for (int i = 0; i < n && !err; i++) {
 		struct agent_prof *ap = &a->prof[ops[i]->id];
 
-		ap->p = profs[i];
 		/* A taken-over profiler still runs its last tasks' filter: reset it. */
 		err = profiler_set_pids(ap->p, NULL, 0);
-		profiler_watch_processes(ap->p, &ap->events, a->sym);	/* degrades, logged */
+		if (!err)
+			profiler_watch_processes(ap->p, &ap->events, a->sym);	/* degrades, logged */
 	}
 	return err;
 }
