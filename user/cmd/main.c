@@ -7,6 +7,7 @@
 #include "daemon.h"
 #include "doctor.h"
 #include "dump.h"
+#include "events.h"
 #include "record.h"
 #include "util.h"
 
@@ -34,6 +35,7 @@ static const struct command commands[] = {
 	{ "record", record_main, "profile for a while, write pprof / folded / SVG files" },
 	{ "run", run_main, "daemon: pinned maps for bpftool/cat, or serve SkyWalking OAP tasks (--oap)" },
 	{ "dump", dump_main, "print a pinned daemon's totals as folded stacks" },
+	{ "events", events_main, "decode a raw event stream (record --events FILE) as JSON lines" },
 	{ "doctor", doctor_main, "what this kernel lets aperture do, and why not" },
 };
 
