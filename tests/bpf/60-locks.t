@@ -12,10 +12,12 @@ require_workload lockburn
 # lock_weight FOLDED ERE: delay of the lines whose leaf (the lock) matches ERE
 lock_weight() { RE="$2" awk '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); n = split(s, fr, ";"); if (fr[n] ~ ENVIRON["RE"]) t += w } END { printf "%.0f\n", t }' "$1"; }
 
+# (Runs of 3 s: locks are named at the once-a-second snapshots while their
+# process lives.)
 # 1. A global pthread mutex, four threads: aperture's total delay for it is the
 #    threads' own measurement (clock around pthread_mutex_lock), within 15%.
 ap_ok "--locks -- lockburn mutex" mutex record --locks -d 30 -o "$TMP/mutex.folded" -o "$TMP/mutex.pb.gz" \
-	-- "$WL/lockburn" mutex 2 4
+	-- "$WL/lockburn" mutex 3 4
 want=$(kv "$TMP/mutex.out" wait_ns)
 got=$(lock_weight "$TMP/mutex.folded" '^big_lock:pthread_mutex$')
 diag "big_lock: aperture ${got} ns, the threads measured ${want} ns"
@@ -31,7 +33,7 @@ ok "pprof: delay and contentions sample types, big_lock on top" grep -q 'big_loc
 ok "summary line counts contentions" grep -qE '^aperture: locks: [0-9]+ contentions, [0-9]+ lost' "$TMP/mutex.err"
 
 # 2. Condvar waits are futex waits, not mutex contention.
-ap_ok "--locks -- lockburn condvar" cv record --locks -d 30 -o "$TMP/cv.folded" -- "$WL/lockburn" condvar 2
+ap_ok "--locks -- lockburn condvar" cv record --locks -d 30 -o "$TMP/cv.folded" -- "$WL/lockburn" condvar 3
 ge "condvar waits are seen" "$(lock_weight "$TMP/cv.folded" '^cv(\+0x[0-9a-f]+)?:futex_wait$')" 500000000
 is "condvar waits are not mutex contention" "$(lock_weight "$TMP/cv.folded" '^cv(\+0x[0-9a-f]+)?:pthread_mutex$')" 0
 
