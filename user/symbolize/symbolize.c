@@ -26,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include "elfsyms.h"
 #include "kallsyms.h"
@@ -309,6 +311,55 @@ static struct elf_file *file_get(struct symbolizer *sym, uint32_t tgid, const st
 	return f;
 }
 
+/* Our own [vdso] range, from /proc/self/maps. */
+static size_t own_vdso_size(uint64_t start)
+{
+	char line[256];
+	uint64_t lo, hi;
+	size_t size = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	while (f && !size && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) == 2 && lo == start && strstr(line, "[vdso]"))
+			size = hi - lo;
+	if (f)
+		fclose(f);
+	return size;
+}
+
+/*
+ * Every 64-bit process of this kernel maps the same vDSO image, which is
+ * no file: read ours (a copy in a memfd) to name __vdso_clock_gettime and
+ * friends.  Kept in the file table under device and inode 0, which no file has.
+ */
+static struct elf_file *vdso_file(struct symbolizer *sym)
+{
+	uint64_t start = getauxval(AT_SYSINFO_EHDR);
+	struct elf_file *f = file_find(sym, 0, 0);
+	size_t size, b = file_bucket(0, 0);
+	int fd;
+
+	if (f || !start || !(size = own_vdso_size(start)))
+		return f;
+	fd = memfd_create("aperture-vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	f = calloc_logged(1, sizeof(*f));
+	if (!f || write(fd, (const void *)(uintptr_t)start, size) != (ssize_t)size ||
+	    !(f->path = strdup_logged("[vdso]"))) {
+		free(f);
+		close(fd);
+		return NULL;
+	}
+	f->next = sym->files[b];
+	f->fd = fd;
+	f->opener = (uint32_t)getpid();
+	sym->files[b] = f;
+	sym->nfiles++;
+	sym->open_fds++;
+	return f;
+}
+
 /* ---- /proc/PID/maps ---- */
 
 static void maps_free(struct proc_map *maps, size_t n)
@@ -341,6 +392,8 @@ static int parse_map(struct symbolizer *sym, uint32_t tgid, char *line, struct p
 	m->handed = NULL;
 	if (m->path[0] == '/' && ino)
 		m->file = file_get(sym, tgid, m, makedev(major, minor), (ino_t)ino);
+	else if (strcmp(m->path, "[vdso]") == 0)
+		m->file = vdso_file(sym);
 	return 1;
 }
 
