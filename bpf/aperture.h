@@ -15,7 +15,7 @@
  * Bump when any map's key/value layout or the control struct changes: a daemon
  * that finds pinned maps of another version refuses to mix them.
  */
-#define APERTURE_LAYOUT_VERSION 3
+#define APERTURE_LAYOUT_VERSION 4
 
 /* perf_event_max_stack's default; a stack value is depth * 8 bytes. */
 #define APERTURE_MAX_DEPTH 127
@@ -88,7 +88,7 @@ struct aperture_control {
 	__u32 stack_mode;	/* enum stack_mode */
 	__u64 cgroup_id;	/* 0: any cgroup */
 	__u32 keep_totals;	/* also add every event to the never-drained totals map */
-	__u32 pad;
+	__u32 raw_events;	/* a reader writes the raw event stream: the kinds' thresholds apply */
 };
 
 /*
@@ -106,7 +106,9 @@ struct aperture_control {
 	LOSS(STAT_START_FULL, "start slot unavailable")	/* a kind's begin record lost */ \
 	X(STAT_EVENTS_LOST, "notifications lost")	/* ring buffer full */		\
 	LOSS(STAT_NO_COUNTS_MAP, "no counts map")	/* never expected */		\
-	LOSS(STAT_OTHER, "other errors")
+	LOSS(STAT_OTHER, "other errors")						\
+	X(STAT_RAW_SENT, "raw events sent")	/* into the events ring buffer */	\
+	X(STAT_RAW_LOST, "raw events lost (ring buffer full)")
 
 #define APERTURE_STAT_ENUM(id, what) id,
 enum aperture_stat {
@@ -114,9 +116,16 @@ enum aperture_stat {
 	STAT_MAX,
 };
 
-/* Notifications to user space through the `events` ring buffer. */
+/*
+ * Records to user space through the one `events` ring buffer, each starting
+ * with struct aperture_event: new-process notifications, and the raw events
+ * of the event stream (`record --events FILE`) when control.raw_events is set.
+ */
 enum aperture_event_type {
 	EVENT_NEW_PROCESS = 1,	/* first event of a tgid (or first after exec): read its maps now */
+	EVENT_CPU_SAMPLE = 2,	/* struct aperture_raw_event: one on-CPU sample */
+	EVENT_LOCK = 3,		/* a lock wait above the threshold */
+	EVENT_SYSCALL = 4,	/* a syscall slower than the threshold */
 };
 
 struct aperture_event {
@@ -124,10 +133,33 @@ struct aperture_event {
 	__u32 tgid;
 };
 
+/* Size of `events`; raw events leave APERTURE_EVENTS_HEADROOM of it to notifications. */
+#define APERTURE_EVENTS_RING_BYTES (1024 * 1024)
+#define APERTURE_EVENTS_HEADROOM (64 * 1024)
+
+/*
+ * One raw event.  Stacks travel as ids into the emitting profiler's stacks
+ * map (the walk is done for the aggregation key anyway, and stacks are never
+ * deleted during a record): 80 bytes instead of up to 2 KiB of frames.
+ */
+struct aperture_raw_event {
+	struct aperture_event hdr;	/* type, tgid */
+	__u32 tid;
+	__u32 cpu;
+	__u64 timestamp;	/* bpf_ktime_get_ns(): CLOCK_MONOTONIC; a wait's or call's start */
+	__u64 user_stack_id;	/* 0: none; APERTURE_STACK_LOST: not stored */
+	__u64 kernel_stack_id;
+	__u64 object;		/* lock address, syscall number */
+	__u64 duration_ns;	/* lock wait, syscall latency */
+	__s64 ret;		/* syscall return value */
+	char comm[APERTURE_COMM_LEN];
+};
+
 /* User space and the BPF programs must agree on these to the byte. */
 _Static_assert(sizeof(struct sample_key) == 48, "sample_key layout");
 _Static_assert(sizeof(struct aperture_control) == 32, "aperture_control layout");
 _Static_assert(sizeof(struct aperture_stack) == 8 + 8 * APERTURE_MAX_DEPTH, "aperture_stack layout");
 _Static_assert(sizeof(struct aperture_event) == 8, "aperture_event layout");
+_Static_assert(sizeof(struct aperture_raw_event) == 80, "aperture_raw_event layout");
 
 #endif /* APERTURE_H */

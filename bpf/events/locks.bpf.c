@@ -113,10 +113,12 @@ static __always_inline void wait_end(void *ctx, __u64 lock, bool spin, bool inte
 	struct locks_start *start = start_slot(bpf_get_current_task_btf(), spin, false);
 	struct locks_value delta = { .contentions = 1, .interrupted = interrupted };
 	struct sample_key key = {};
+	__u64 begin_ns;
 
 	if (!start || !start->begin_ns || start->lock != lock)
 		return;
-	delta.wait_ns = bpf_ktime_get_ns() - start->begin_ns;
+	begin_ns = start->begin_ns;
+	delta.wait_ns = bpf_ktime_get_ns() - begin_ns;
 	delta.max_wait_ns = delta.wait_ns;
 	delta.flags = start->flags;
 	start->begin_ns = 0;
@@ -127,6 +129,9 @@ static __always_inline void wait_end(void *ctx, __u64 lock, bool spin, bool inte
 	if (delta.flags & (LOCK_F_USER_MUTEX | LOCK_F_USER_WAIT))
 		key.kernel_stack_id = 0;
 	record_event(ctl, &key, &delta);
+	/* Locks only: a condvar or semaphore wait (LOCK_F_USER_WAIT) is no lock held by anyone. */
+	if (cfg->raw_min_ns && delta.wait_ns >= cfg->raw_min_ns && !(delta.flags & LOCK_F_USER_WAIT))
+		raw_event_emit(ctl, EVENT_LOCK, &key, begin_ns, delta.wait_ns, 0);
 }
 
 SEC("tp_btf/contention_begin")

@@ -32,6 +32,7 @@ struct locks_config {
 	__u64 min_wait_ns;	/* shorter waits are not counted */
 	__u32 kernel;		/* count kernel lock contention (lock:contention_begin/end) */
 	__u32 user;		/* count user futex waits */
+	__u64 raw_min_ns;	/* lock waits at least this long are raw events too (0: none) */
 };
 
 /* A wait in progress: per task (sleeping locks, futexes) or per CPU (spinning locks). */
@@ -43,6 +44,6 @@ struct locks_start {
 };
 
 _Static_assert(sizeof(struct locks_value) == 8 * APERTURE_MAX_VALUES, "locks_value layout");
-_Static_assert(sizeof(struct locks_config) == 16, "locks_config layout");
+_Static_assert(sizeof(struct locks_config) == 24, "locks_config layout");
 
 #endif /* LOCKS_H */

@@ -29,6 +29,8 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	key_fill_current(ctx, ctl, &key, 0);
 	record_event(ctl, &key, &one_sample);
+	if (cfg->raw_samples)
+		raw_event_emit(ctl, EVENT_CPU_SAMPLE, &key, bpf_ktime_get_ns(), 0, 0);
 	return 0;
 }
 

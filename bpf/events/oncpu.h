@@ -14,8 +14,10 @@ struct oncpu_value {
 struct oncpu_config {
 	__u32 include_idle;	/* count the idle task (pid 0) */
 	__u32 freq_hz;		/* what the perf events were opened with (read-only) */
+	__u32 raw_samples;	/* every sample also as a raw event (with control.raw_events) */
+	__u32 pad;
 };
 
-_Static_assert(sizeof(struct oncpu_config) == 8, "oncpu_config layout");
+_Static_assert(sizeof(struct oncpu_config) == 16, "oncpu_config layout");
 
 #endif /* ONCPU_H */

@@ -92,6 +92,7 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 	struct syscalls_delta delta = {};
 	struct sample_key key = {};
 	bool failed = ret < 0 && ret >= -4095;
+	__u64 enter_ns;
 
 	if (!ctl || !cfg)
 		return 0;
@@ -99,7 +100,8 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 	/* exit and exit_group never return; execve returns in a new image (counted). */
 	if (!start || !start->enter_ns || start->nr != (__u64)SYSCALL_NR(regs))
 		return 0;
-	delta.ns = bpf_ktime_get_ns() - start->enter_ns;
+	enter_ns = start->enter_ns;
+	delta.ns = bpf_ktime_get_ns() - enter_ns;
 	delta.slot = hist_slot(delta.ns);
 	delta.error = failed;
 	start->enter_ns = 0;
@@ -113,6 +115,10 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 		key.user_stack_id = stack_store(ctx, true);
 	}
 	record_event(ctl, &key, &delta);
+	if (cfg->raw_min_ns && delta.ns >= cfg->raw_min_ns) {
+		key.object = (__u32)key.object;	/* the number; the return value says the error */
+		raw_event_emit(ctl, EVENT_SYSCALL, &key, enter_ns, delta.ns, ret);
+	}
 	return 0;
 }
 

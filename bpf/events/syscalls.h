@@ -28,6 +28,7 @@ struct syscalls_config {
 	__u64 stack_min_ns;	/* take the user stack of calls at least this slow (0: never) */
 	__u32 only_nr;		/* count this syscall number only, when only_set */
 	__u32 only_set;
+	__u64 raw_min_ns;	/* calls at least this slow are raw events too (0: none) */
 };
 
 /* Per-task storage: the call in progress. */
@@ -37,6 +38,6 @@ struct syscalls_start {
 };
 
 _Static_assert(sizeof(struct syscalls_value) == 8 * (4 + SYSCALL_HIST_SLOTS), "syscalls_value layout");
-_Static_assert(sizeof(struct syscalls_config) == 16, "syscalls_config layout");
+_Static_assert(sizeof(struct syscalls_config) == 24, "syscalls_config layout");
 
 #endif /* SYSCALLS_H */

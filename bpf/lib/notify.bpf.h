@@ -23,7 +23,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 * 1024);
+	__uint(max_entries, APERTURE_EVENTS_RING_BYTES);
 } events SEC(".maps");
 
 /* Announces @tgid the first time it shows up. */
@@ -43,6 +43,45 @@ static __always_inline void process_seen(__u32 tgid)
 	event->type = EVENT_NEW_PROCESS;
 	event->tgid = tgid;
 	bpf_ringbuf_submit(event, 0);
+}
+
+/*
+ * One raw event of the current task (who and comm from @key) into `events`,
+ * when a reader wants them (control.raw_events).  No wakeup: the reader polls
+ * every 100 ms.  A ring buffer with less than the headroom left refuses it
+ * (counted), so that a flood never costs new-process notifications.
+ */
+static __always_inline void raw_event_emit(const struct aperture_control *ctl, __u32 type,
+					   const struct sample_key *key, __u64 timestamp,
+					   __u64 duration_ns, __s64 ret)
+{
+	struct aperture_raw_event *ev;
+
+	if (!ctl->raw_events)
+		return;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >
+	    APERTURE_EVENTS_RING_BYTES - APERTURE_EVENTS_HEADROOM) {
+		stat_inc(STAT_RAW_LOST);
+		return;
+	}
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		stat_inc(STAT_RAW_LOST);
+		return;
+	}
+	ev->hdr.type = type;
+	ev->hdr.tgid = key->tgid;
+	ev->tid = (__u32)bpf_get_current_pid_tgid();
+	ev->cpu = bpf_get_smp_processor_id();
+	ev->timestamp = timestamp;
+	ev->user_stack_id = key->user_stack_id;
+	ev->kernel_stack_id = key->kernel_stack_id;
+	ev->object = key->object;
+	ev->duration_ns = duration_ns;
+	ev->ret = ret;
+	__builtin_memcpy(ev->comm, key->comm, sizeof(ev->comm));
+	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+	stat_inc(STAT_RAW_SENT);
 }
 
 /* After exec the maps are new: announce the process again. */

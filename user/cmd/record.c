@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
+#include "event_stream.h"
 #include "exporter.h"
 #include "profiler.h"
 #include "record.h"
@@ -39,6 +40,7 @@ struct record_opts {
 	const char *format;		/* NULL: from each file name */
 	const char *weight;		/* NULL: each profile's default */
 	uint64_t top;
+	const char *events_path;	/* --events FILE: the raw event stream */
 	char **command;			/* after --, NULL if none */
 };
 
@@ -50,13 +52,14 @@ struct record_run {
 	int nprofs;
 	struct profiler_shared shared;	/* one control map for all profilers */
 	struct ring_buffer *events;	/* every profiler's notifications */
+	struct event_stream *stream;	/* --events */
 	pid_t child;
 	int child_go_fd;		/* write end: the child execs when it closes */
 	int child_status_fd;		/* read end: errno of a failed exec, EOF on success */
 	uint64_t start_ns;
 };
 
-enum { OPT_WEIGHT = 256, OPT_FORMAT, OPT_TOP, OPT_HELP, OPT_VERSION };
+enum { OPT_WEIGHT = 256, OPT_FORMAT, OPT_TOP, OPT_EVENTS, OPT_HELP, OPT_VERSION };
 
 #define RECORD_PROFILER_OPTIONS (CLI_TARGETS | CLI_KIND_FLAGS | CLI_KIND_OPTIONS)
 
@@ -66,6 +69,7 @@ static const struct option record_options[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "top", required_argument, NULL, OPT_TOP },
+	{ "events", required_argument, NULL, OPT_EVENTS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -96,6 +100,9 @@ static void usage(FILE *out)
 "      --format F           force the format of every output: %s\n"
 "      --weight W           folded/svg weight: samples (on-CPU), time or switches (off-CPU)\n"
 "      --top N              print the N hottest functions (default 15, 0: none)\n"
+"      --events FILE        also write raw events as they come (read them with aperture\n"
+"                           events FILE): CpuSample with --raw-samples, Syscall over\n"
+"                           --syscall-threshold-us, Lock over --lock-threshold-us\n"
 "  -v, --verbose            more messages (twice: libbpf debug)\n"
 "      --help, --version\n", exporter_names());
 }
@@ -153,6 +160,10 @@ static int parse_with(struct record_opts *o, int argc, char **argv, const struct
 				return EXIT_USAGE;
 			}
 			o->format = optarg;
+			break;
+		case OPT_EVENTS:
+			o->events_path = optarg;
+			o->prof.raw_events = true;
 			break;
 		case OPT_TOP:
 			if (!cli_parse_u64("--top", optarg, 0, 100000, &o->top))
@@ -219,6 +230,8 @@ static int check_outputs(struct record_opts *o)
 		if (!cli_output_writable(o->outputs[i]))
 			return EXIT_USAGE;
 	}
+	if (o->events_path && !cli_output_writable(o->events_path))
+		return EXIT_USAGE;
 	return 0;
 }
 
@@ -306,11 +319,24 @@ static int open_profilers(struct record_run *run)
 	return 0;
 }
 
-/* Without notifications aperture still works: short-lived processes may stay unnamed (logged). */
-static void open_events(struct record_run *run)
+/*
+ * Without notifications aperture still works: short-lived processes may stay
+ * unnamed (logged).  The raw event stream needs the ring buffer: one line, exit 1.
+ */
+static int open_events(struct record_run *run)
 {
-	for (int i = 0; i < run->nprofs; i++)
-		profiler_watch_processes(run->profs[i], &run->events, run->sym);
+	int err = 0;
+
+	for (int i = 0; i < run->nprofs; i++) {
+		event_stream_add_profiler(run->stream, run->profs[i]);
+		err = err ?: profiler_watch_events(run->profs[i], &run->events, run->sym,
+						   run->stream ? event_stream_raw : NULL, run->stream);
+	}
+	if (err && run->stream) {
+		log_error("--events: cannot read the BPF ring buffer: %s", strerror(-err));
+		return err;
+	}
+	return 0;
 }
 
 /* Waits up to 100 ms; wakes early for new processes to track. */
@@ -322,10 +348,14 @@ static int wait_tick(struct record_run *run)
 	if (!run->events)
 		return nanosleep(&tick, NULL) && errno != EINTR ? -errno : 0;
 	err = ring_buffer__poll(run->events, 100);
+	/* Raw events come without a wakeup: read whatever is there. */
+	if (err >= 0 || err == -EINTR)
+		err = ring_buffer__consume(run->events);
 	if (err < 0 && err != -EINTR) {
 		log_error("reading BPF notifications: %s", strerror(-err));
 		return err;
 	}
+	event_stream_flush(run->stream);
 	return 0;
 }
 
@@ -396,6 +426,8 @@ static int record_loop(struct record_run *run)
 	}
 	if (tty)
 		fputc('\n', stderr);
+	if (run->events)	/* the last raw events */
+		ring_buffer__consume(run->events);
 	return snapshot_all(run);
 }
 
@@ -553,6 +585,7 @@ cleanup:
 
 static void run_cleanup(struct record_run *run)
 {
+	event_stream_close(run->stream);	/* after an error: what was written stays */
 	for (int i = 0; i < run->nprofs; i++) {
 		profiler_close(run->profs[i]);
 		profile_free(&run->profiles[i]);
@@ -609,7 +642,14 @@ int record_main(int argc, char **argv)
 		err = EXIT_RUNTIME;
 		goto cleanup;
 	}
-	open_events(&run);
+	if (o->events_path && !(run.stream = event_stream_open(o->events_path, run.sym))) {
+		err = EXIT_RUNTIME;
+		goto cleanup;
+	}
+	if (open_events(&run)) {
+		err = EXIT_RUNTIME;
+		goto cleanup;
+	}
 	run.start_ns = now_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < run.nprofs; i++)
 		run.profiles[i].time_ns = now_ns(CLOCK_REALTIME);
@@ -623,6 +663,9 @@ int record_main(int argc, char **argv)
 	for (int i = 0; i < run.nprofs; i++)
 		run.profiles[i].duration_ns = now_ns(CLOCK_MONOTONIC) - run.start_ns;
 	report_stats(&run);
+	if (event_stream_close(run.stream))
+		err = EXIT_RUNTIME;
+	run.stream = NULL;
 	if (write_outputs(&run))
 		err = EXIT_RUNTIME;
 	for (int i = 0; i < run.nprofs; i++)

@@ -125,6 +125,7 @@ void profiler_close(struct profiler *p)
 		bpf_link__destroy(p->links[i]);
 	}
 	free(p->links);
+	free(p->sink);
 	if (p->pinned) {
 		for (int i = 0; i < MAP_SLOT_MAX; i++)
 			if (p->fd[i] >= 0)
@@ -272,6 +273,7 @@ int profiler_configure(struct profiler *p)
 	ctl.stack_mode = o->stack_mode;
 	ctl.cgroup_id = o->cgroup_id;
 	ctl.keep_totals = o->keep_totals;
+	ctl.raw_events = o->raw_events;
 	if (bpf_map_update_elem(p->fd[MAP_CONTROL], &zero, &ctl, BPF_ANY)) {
 		log_error("%s: cannot write the control map: %s", p->ops->name, strerror(errno));
 		return -errno;
@@ -433,27 +435,49 @@ int profiler_stats(struct profiler *p, uint64_t *out)
 	return 0;
 }
 
-static int on_process_event(void *sym, void *data, size_t size)
+struct profiler_sink {
+	struct symbolizer *sym;
+	raw_event_fn raw;
+	void *ctx;
+};
+
+static int on_process_event(void *arg, void *data, size_t size)
 {
 	const struct aperture_event *event = data;
+	struct profiler_sink *sink = arg;
 
-	if (size >= sizeof(*event) && event->type == EVENT_NEW_PROCESS)
-		symbolizer_track(sym, event->tgid);	/* gone already: nothing to keep */
+	if (size < sizeof(*event))
+		return 0;
+	if (event->type == EVENT_NEW_PROCESS)
+		symbolizer_track(sink->sym, event->tgid);	/* gone already: nothing to keep */
+	else if (sink->raw && size >= sizeof(struct aperture_raw_event))
+		sink->raw(data, sink->ctx);
 	return 0;
 }
 
 int profiler_watch_processes(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym)
 {
+	return profiler_watch_events(p, rb, sym, NULL, NULL);
+}
+
+int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym,
+			  raw_event_fn fn, void *ctx)
+{
 	int err = 0;
 
 	if (!p->owns_shared)
 		return 0;	/* one ring buffer for the run: its owner reads it */
+	if (!p->sink)	/* kept until close: a ring buffer that has it may be polled again */
+		p->sink = calloc_logged(1, sizeof(*p->sink));
+	if (!p->sink)
+		return -ENOMEM;
+	*p->sink = (struct profiler_sink){ sym, fn, ctx };
 	if (!*rb) {
-		*rb = ring_buffer__new(p->fd[MAP_EVENTS], on_process_event, sym, NULL);
+		*rb = ring_buffer__new(p->fd[MAP_EVENTS], on_process_event, p->sink, NULL);
 		if (!*rb)
 			err = -errno;
 	} else {
-		err = ring_buffer__add(*rb, p->fd[MAP_EVENTS], on_process_event, sym);
+		err = ring_buffer__add(*rb, p->fd[MAP_EVENTS], on_process_event, p->sink);
 	}
 	if (err)
 		log_warn("%s: no new-process notifications (%s): processes that exit early may stay "

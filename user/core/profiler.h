@@ -70,6 +70,7 @@ struct profiler_opts {
 	bool keep_totals;		/* also count into the never-drained totals map */
 	bool targets_only;		/* filter by pid even with no pid: count nothing */
 	bool disabled;			/* loaded and attached, but not counting */
+	bool raw_events;		/* a reader takes raw events (control.raw_events) */
 	uint32_t kinds;			/* (1 << ops->id) of each profiler named on the command line */
 	/* Each kind's struct X_config, written to its NAME_config map. */
 	uint64_t config[PROFILER_MAX][PROFILER_CONFIG_MAX / 8];
@@ -149,6 +150,7 @@ struct profiler {
 	bool owns_shared;		/* created the run's shared maps: watches their ring buffer */
 	int live;			/* MAP_COUNTS_0 + live is the live generation */
 	uint64_t drained_events;	/* sum of raw value 0 over all drains */
+	struct profiler_sink *sink;	/* who reads the ring buffer's records (owner only) */
 };
 
 /* This kind's config in @opts. */
@@ -191,6 +193,16 @@ int profiler_stats(struct profiler *p, uint64_t *out);
  */
 struct ring_buffer;
 int profiler_watch_processes(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym);
+
+/* Receives the raw events (struct aperture_raw_event) of the ring buffer. */
+typedef void (*raw_event_fn)(const struct aperture_raw_event *ev, void *ctx);
+/*
+ * profiler_watch_processes, and the raw events to @fn: set opts.raw_events
+ * for the BPF programs to send them, and poll then ring_buffer__consume()
+ * (they are submitted without a wakeup).
+ */
+int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym,
+			  raw_event_fn fn, void *ctx);
 
 /* Snapshot straight into a profile (symbolizing new stacks). */
 int profiler_snapshot_into(struct profiler *p, struct profile *prof);

@@ -156,6 +156,17 @@ static bool parse_min_wait(const char *arg, void *config)
 	return true;
 }
 
+static bool parse_threshold(const char *arg, void *config)
+{
+	struct locks_config *cfg = config;
+	uint64_t us;
+
+	if (!cli_parse_u64("--lock-threshold-us", arg, 1, UINT64_MAX / 1000, &us))
+		return false;
+	cfg->raw_min_ns = us * 1000;
+	return true;
+}
+
 static bool parse_side(const char *arg, void *config)
 {
 	struct locks_config *cfg = config;
@@ -172,6 +183,8 @@ static const struct profiler_option locks_options[] = {
 	{ "lock-min-us", 0, "N", "locks: ignore waits shorter than N us (default 0)", parse_min_wait },
 	{ "lock-side", 0, "S", "locks: kernel (lock:contention_*), user (futex waits) or both (default)",
 	  parse_side },
+	{ "lock-threshold-us", 0, "US", "locks: lock waits over US us as Lock records (--events FILE)",
+	  parse_threshold },
 	{ NULL },
 };
 

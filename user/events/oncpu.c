@@ -112,9 +112,17 @@ static bool parse_include_idle(const char *arg, void *config)
 	return true;
 }
 
+static bool parse_raw_samples(const char *arg, void *config)
+{
+	((struct oncpu_config *)config)->raw_samples = 1;
+	return true;
+}
+
 static const struct profiler_option oncpu_options[] = {
 	{ "freq", 'F', "HZ", "on-CPU samples per second per CPU (default 99)", parse_freq },
 	{ "include-idle", 0, NULL, "count the idle task (on-CPU)", parse_include_idle },
+	{ "raw-samples", 0, NULL, "on-CPU: every sample also as a CpuSample record (--events FILE)",
+	  parse_raw_samples },
 	{ NULL },
 };
 

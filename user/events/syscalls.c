@@ -285,11 +285,24 @@ static bool parse_errors(const char *arg, void *config)
 	return true;
 }
 
+static bool parse_threshold(const char *arg, void *config)
+{
+	struct syscalls_options *so = config;
+	uint64_t us;
+
+	if (!cli_parse_u64("--syscall-threshold-us", arg, 1, UINT64_MAX / 1000, &us))
+		return false;
+	so->bpf.raw_min_ns = us * 1000;
+	return true;
+}
+
 static const struct profiler_option syscalls_options[] = {
 	{ "syscall-stacks", 0, "US", "syscalls: take the user stack of calls slower than US us", parse_stacks },
 	{ "syscall-filter", 0, "NAME", "syscalls: count only this syscall (name or number)", parse_filter },
 	{ "syscall-sort", 0, "BY", "syscalls: the report's order: time (default) or count", parse_sort },
 	{ "syscall-errors", 0, NULL, "syscalls: the report lists errors by errno", parse_errors },
+	{ "syscall-threshold-us", 0, "US", "syscalls: calls slower than US us as Syscall records (--events FILE)",
+	  parse_threshold },
 	{ NULL },
 };
 
