@@ -62,7 +62,12 @@ static __always_inline void *counts_slot(void *counts, const struct sample_key *
 					 const void *zero_value)
 {
 	void *slot;
-	long err;
+	/*
+	 * int, not long: before 6.4 ("bpf: return long from bpf_map_ops funcs") the
+	 * inlined map op returned int, so -EEXIST arrived as 0xffffffef with the upper
+	 * half zero and never equalled a long -EEXIST (seen on 6.1).
+	 */
+	int err;
 
 	if (!counts)
 		return NULL;

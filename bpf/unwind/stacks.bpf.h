@@ -53,7 +53,12 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 	struct aperture_stack *st = bpf_map_lookup_elem(&stack_scratch, &zero);
 	long len;
 	__u64 id;
-	long err;
+	/*
+	 * int, not long: before 6.4 ("bpf: return long from bpf_map_ops funcs") the
+	 * inlined map op returned int, so -EEXIST arrived as 0xffffffef with the upper
+	 * half zero and never equalled a long -EEXIST (seen on 6.1).
+	 */
+	int err;
 
 	if (!st)
 		return 0;

@@ -93,12 +93,15 @@ static void *cv_thread(void *arg)
 
 	while (now_ns() < end) {
 		pthread_mutex_lock(&cv_lock);
-		while (cv_turn != me)
+		while (cv_turn != me && cv_turn >= 0)
 			pthread_cond_wait(&cv, &cv_lock);
-		cv_turn = !me;
+		pthread_mutex_unlock(&cv_lock);
+		spin_ns(200000);	/* my turn: the other one waits on the condvar meanwhile */
+		pthread_mutex_lock(&cv_lock);
+		if (cv_turn >= 0)
+			cv_turn = !me;
 		pthread_cond_broadcast(&cv);
 		pthread_mutex_unlock(&cv_lock);
-		spin_ns(200000);
 	}
 	pthread_mutex_lock(&cv_lock);
 	cv_turn = -1;	/* release the other one for good */
