@@ -55,7 +55,11 @@ static void usage(FILE *out)
 "DIR/control, DIR/target_pids and DIR/NAME_config (tools/aperture-ctl). Started again, it\n"
 "takes over what is pinned instead of loading anew. Ctrl-C / SIGTERM leaves the pins in place.\n"
 "\n"
-"Profilers (default: all but --locks):\n", PIN_DEFAULT_DIR);
+"Profilers (default: all but the opt-in ones:", PIN_DEFAULT_DIR);
+	for (int i = 0; profilers[i]; i++)
+		if (profilers[i]->opt_in)
+			fprintf(out, " --%s", profilers[i]->name);
+	fprintf(out, "):\n");
 	cli_profiler_help(out, CLI_KIND_FLAGS);
 	fprintf(out, "\nWhat and how (the initial target set; default every process):\n");
 	cli_profiler_help(out, CLI_TARGETS | CLI_KIND_OPTIONS);
@@ -67,21 +71,16 @@ static void usage(FILE *out)
 "  -v, --verbose            more messages\n");
 }
 
-static int parse_with(struct daemon_opts *o, int argc, char **argv, const struct cli_getopt *g);
+static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt *g);
 
 static int parse_args(struct daemon_opts *o, int argc, char **argv)
 {
-	struct cli_getopt g;
-	int err = EXIT_RUNTIME;
-
-	if (cli_getopt_build(&g, "v", daemon_options, DAEMON_PROFILER_OPTIONS))
-		err = parse_with(o, argc, argv, &g);
-	cli_getopt_free(&g);
-	return err;
+	return cli_parse(argc, argv, "v", daemon_options, DAEMON_PROFILER_OPTIONS, parse_with, o);
 }
 
-static int parse_with(struct daemon_opts *o, int argc, char **argv, const struct cli_getopt *g)
+static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt *g)
 {
+	struct daemon_opts *o = ctx;
 	int c, handled;
 
 	o->dir = PIN_DEFAULT_DIR;

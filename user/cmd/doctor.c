@@ -184,12 +184,12 @@ static enum feature first_missing(uint64_t mask)
 static const char *ability_state(uint64_t needs, char *buf, size_t len)
 {
 	enum feature missing = first_missing(needs);
-	char why[96];
+	char why[128];
 
 	if (missing == FEAT_MAX)
 		snprintf(buf, len, "yes");
 	else
-		snprintf(buf, len, "no (%s: %s)", feature_name(missing), feature_why(missing, why, sizeof(why)));
+		snprintf(buf, len, "no (%s)", feature_missing(missing, why, sizeof(why)));
 	return buf;
 }
 

@@ -107,22 +107,17 @@ static void usage(FILE *out)
 "      --help, --version\n", exporter_names());
 }
 
-static int parse_with(struct record_opts *o, int argc, char **argv, const struct cli_getopt *g);
+static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt *g);
 
 /* Returns 0 to go on, or an exit code (0 after --help). */
 static int parse_args(struct record_opts *o, int argc, char **argv)
 {
-	struct cli_getopt g;
-	int err = EXIT_RUNTIME;
-
-	if (cli_getopt_build(&g, "+d:o:v", record_options, RECORD_PROFILER_OPTIONS))
-		err = parse_with(o, argc, argv, &g);
-	cli_getopt_free(&g);
-	return err;
+	return cli_parse(argc, argv, "+d:o:v", record_options, RECORD_PROFILER_OPTIONS, parse_with, o);
 }
 
-static int parse_with(struct record_opts *o, int argc, char **argv, const struct cli_getopt *g)
+static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt *g)
 {
+	struct record_opts *o = ctx;
 	int c, handled;
 
 	cli_profiler_defaults(&o->prof);

@@ -87,20 +87,30 @@ static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list a
 	return 0;
 }
 
+/* A probe's refusal is an answer, not an error: libbpf stays quiet unless -vv. */
+static libbpf_print_fn_t quiet_libbpf(void)
+{
+	return log_verbose > 1 ? NULL : libbpf_set_print(quiet_print);
+}
+
+static void restore_libbpf(libbpf_print_fn_t old)
+{
+	if (log_verbose <= 1)
+		libbpf_set_print(old);
+}
+
 /*
  * Opens bpf/probe.bpf.c with only the programs in @progs (NULL-terminated)
  * enabled and loads it.  *@step says what failed.
  */
 static struct probe_bpf *probe_load(const char *const *progs, const char **step)
 {
-	libbpf_print_fn_t old = libbpf_set_print(log_verbose > 1 ? NULL : quiet_print);
+	libbpf_print_fn_t old = quiet_libbpf();
 	struct bpf_program *prog;
 	struct probe_bpf *skel;
 	bool task_storage = false;
 	int err;
 
-	if (log_verbose > 1)
-		libbpf_set_print(old);	/* -vv: show the probes' verifier logs too */
 	*step = "open";
 	skel = probe_bpf__open();
 	if (!skel) {
@@ -125,7 +135,7 @@ static struct probe_bpf *probe_load(const char *const *progs, const char **step)
 		skel = NULL;
 	}
 out:
-	libbpf_set_print(old);
+	restore_libbpf(old);
 	errno = err;
 	return skel;
 }
@@ -254,13 +264,11 @@ static int probe_iter_task(const char **step)
  */
 static int probe_iter_map_elem(const char **step)
 {
-	libbpf_print_fn_t old = libbpf_set_print(log_verbose > 1 ? NULL : quiet_print);
+	libbpf_print_fn_t old = quiet_libbpf();
 	struct bpf_program *prog, *folded = NULL;
 	struct iter_bpf *skel;
 	int err = 0, map_fd = -1;
 
-	if (log_verbose > 1)
-		libbpf_set_print(old);
 	*step = "open";
 	skel = iter_bpf__open();
 	if (!skel) {
@@ -286,7 +294,7 @@ out:
 	if (map_fd >= 0)
 		close(map_fd);
 	iter_bpf__destroy(skel);
-	libbpf_set_print(old);
+	restore_libbpf(old);
 	return err;
 }
 
@@ -491,6 +499,14 @@ const char *feature_why(enum feature f, char *buf, size_t len)
 		snprintf(buf, len, "%s at %s", name, r->step);
 	else
 		snprintf(buf, len, "errno %d at %s", r->err, r->step);
+	return buf;
+}
+
+const char *feature_missing(enum feature f, char *buf, size_t len)
+{
+	char why[96];
+
+	snprintf(buf, len, "%s: %s", feature_name(f), feature_why(f, why, sizeof(why)));
 	return buf;
 }
 

@@ -57,6 +57,8 @@ const struct feature_result *feature_get(enum feature f);
 void features_probe(uint64_t mask);
 /* Why @f is missing, "EPERM at load", in @buf. */
 const char *feature_why(enum feature f, char *buf, size_t len);
+/* The same with its name, "iter_map_elem: EPERM at load", for messages about what it disables. */
+const char *feature_missing(enum feature f, char *buf, size_t len);
 /*
  * Checks every feature in @mask; for each one missing prints
  * "WHO: this kernel lacks FEATURE (WHY)" and returns false.

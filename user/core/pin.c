@@ -201,10 +201,7 @@ static void pin_optional_iterator(struct pin_txn *txn, struct profiler *p, const
 	int err;
 
 	if (!feature_has(needs)) {
-		char reason[96];
-
-		snprintf(why, sizeof(why), "%s: %s", feature_name(needs), feature_why(needs, reason, sizeof(reason)));
-		txn_missing(txn, name, why);
+		txn_missing(txn, name, feature_missing(needs, why, sizeof(why)));
 		return;
 	}
 	err = pin_iterator(txn, p, prog, name, map_fd);
@@ -226,7 +223,7 @@ static void pin_iterators(struct pin_txn *txn, struct profiler *p)
 /* A taken-over set: name the iterator its first daemon could not pin, and why. */
 static void note_missing_iterators(struct pin_txn *txn, struct profiler *p)
 {
-	char name[64], path[PATH_MAX], why[128], reason[96];
+	char name[64], path[PATH_MAX], why[128];
 
 	snprintf(name, sizeof(name), "%s_folded", p->ops->name);
 	if (pin_path(path, txn->dir, NULL, name) || access(path, F_OK) == 0)
@@ -234,8 +231,7 @@ static void note_missing_iterators(struct pin_txn *txn, struct profiler *p)
 	if (feature_has(FEAT_ITER_MAP_ELEM))
 		snprintf(why, sizeof(why), "not pinned by the daemon that started this set");
 	else
-		snprintf(why, sizeof(why), "%s: %s", feature_name(FEAT_ITER_MAP_ELEM),
-			 feature_why(FEAT_ITER_MAP_ELEM, reason, sizeof(reason)));
+		feature_missing(FEAT_ITER_MAP_ELEM, why, sizeof(why));
 	txn_missing(txn, name, why);
 }
 
@@ -488,8 +484,8 @@ int pin_reset(const char *dir)
 
 		if (!pin_present(dir, profilers[i]->name))
 			continue;
-		err = open_pin(dir, profilers[i]->name, "totals", &totals_fd);
-		err = err ?: open_pin(dir, profilers[i]->name, "stacks", &stacks_fd);
+		err = open_pin(dir, profilers[i]->name, map_slots[MAP_TOTALS].pin, &totals_fd);
+		err = err ?: open_pin(dir, profilers[i]->name, map_slots[MAP_STACKS].pin, &stacks_fd);
 		err = err ?: map_clear(totals_fd, sizeof(struct sample_key));
 		err = err ?: map_clear(stacks_fd, sizeof(__u64));
 		if (totals_fd >= 0)

@@ -36,6 +36,27 @@ static int ref_cmp(const void *a, const void *b)
 	return memcmp(x->comm, y->comm, sizeof(x->comm));
 }
 
+struct object_ref {
+	uint32_t tgid;
+	uint64_t object;
+	char *name;		/* a copy of the first name this object got */
+};
+
+static void object_ref_free(void *ref)
+{
+	free(((struct object_ref *)ref)->name);
+	free(ref);
+}
+
+static int object_cmp(const void *a, const void *b)
+{
+	const struct object_ref *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return (x->object > y->object) - (x->object < y->object);
+}
+
 void profile_init(struct profile *p, const char *kind, const char *title, struct symbolizer *sym)
 {
 	memset(p, 0, sizeof(*p));
@@ -52,6 +73,8 @@ void profile_free(struct profile *p)
 	}
 	free(p->samples);
 	tdestroy(p->index, free);
+	tdestroy(p->object_names, object_ref_free);
+	p->object_names = NULL;
 	p->samples = NULL;
 	p->index = NULL;
 	p->nsamples = p->cap = 0;
@@ -89,17 +112,20 @@ static void frame_lost(struct profile_frame *f, bool kernel)
  */
 static char *object_name(struct profile *p, const struct profile_sample *s, const uint64_t *raw)
 {
-	const char *known = NULL;
+	struct object_ref probe = { .tgid = s->tgid, .object = s->object }, **found, *ref;
+	char *name;
 
 	if (!p->object_name || !s->object)
 		return NULL;
-	for (size_t i = 0; i < p->nsamples && !known; i++) {
-		const struct profile_sample *o = &p->samples[i];
-
-		if (o != s && o->object == s->object && o->tgid == s->tgid)
-			known = o->object_name;
-	}
-	return p->object_name(p, s, raw, known);
+	found = tfind(&probe, &p->object_names, object_cmp);
+	name = p->object_name(p, s, raw, found ? (*found)->name : NULL);
+	if (found || !name || !(ref = malloc(sizeof(*ref))))
+		return name;
+	*ref = probe;
+	ref->name = strdup(name);
+	if (!ref->name || !tsearch(ref, &p->object_names, object_cmp))
+		object_ref_free(ref);	/* only the reuse is lost */
+	return name;
 }
 
 /*

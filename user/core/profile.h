@@ -81,6 +81,7 @@ struct profile {
 	size_t nsamples;
 	size_t cap;
 	void *index;			/* tsearch root: raw key -> sample index */
+	void *object_names;		/* tsearch root: (tgid, object) -> the first name it got */
 };
 
 void profile_init(struct profile *p, const char *kind, const char *title, struct symbolizer *sym);

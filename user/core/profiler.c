@@ -97,7 +97,7 @@ cleanup:
 
 int profiler_attach(struct profiler *p)
 {
-	int err = p->ops->attach(p);
+	int err = p->ops->attach ? p->ops->attach(p) : profiler_attach_tracing(p);
 
 	if (!err && fault_inject("attach"))
 		err = -EIO;
@@ -538,5 +538,5 @@ void profiler_profile_init(const struct profiler *p, struct profile *prof, struc
 	prof->default_value = ops->default_value;
 	prof->top_by_user_leaf = ops->top_by_user_leaf;
 	prof->period_type = ops->period_type;
-	prof->period = ops->period(p);
+	prof->period = ops->period ? ops->period(p) : 1;
 }

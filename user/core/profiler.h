@@ -127,11 +127,11 @@ struct profiler_ops {
 	void (*on_record)(struct profiler *p, const struct raw_record *rec);
 	/* Optional: a report of its own instead of the top functions (record --top N). */
 	void (*report)(struct profiler *p, unsigned int top, FILE *out);
-	int64_t (*period)(const struct profiler *p);
+	int64_t (*period)(const struct profiler *p);	/* NULL: 1, every event counted */
 
 	/* Opens and loads the skeleton: PROFILER_OPEN_SKEL(p, NAME). */
 	int (*open)(struct profiler *p, const struct profiler_opts *opts);
-	int (*attach)(struct profiler *p);
+	int (*attach)(struct profiler *p);	/* NULL: profiler_attach_tracing */
 	void (*close)(struct profiler *p);
 };
 

@@ -33,19 +33,9 @@ static int locks_open(struct profiler *p, const struct profiler_opts *o)
 	return err;
 }
 
-static int locks_attach(struct profiler *p)
-{
-	return profiler_attach_tracing(p);
-}
-
 static void locks_close(struct profiler *p)
 {
 	locks_bpf__destroy(p->skel);
-}
-
-static int64_t locks_period(const struct profiler *p)
-{
-	return 1;	/* every contention is counted, not sampled */
 }
 
 /* { contentions, wait ns, max, flags | interrupted } -> { contentions, delay ns } */
@@ -148,23 +138,15 @@ static void locks_defaults(void *config)
 static bool parse_min_wait(const char *arg, void *config)
 {
 	struct locks_config *cfg = config;
-	uint64_t us;
 
-	if (!cli_parse_u64("--lock-min-us", arg, 0, UINT64_MAX / 1000, &us))
-		return false;
-	cfg->min_wait_ns = us * 1000;
-	return true;
+	return cli_parse_us_as_ns("--lock-min-us", arg, 0, &cfg->min_wait_ns);
 }
 
 static bool parse_threshold(const char *arg, void *config)
 {
 	struct locks_config *cfg = config;
-	uint64_t us;
 
-	if (!cli_parse_u64("--lock-threshold-us", arg, 1, UINT64_MAX / 1000, &us))
-		return false;
-	cfg->raw_min_ns = us * 1000;
-	return true;
+	return cli_parse_us_as_ns("--lock-threshold-us", arg, 1, &cfg->raw_min_ns);
 }
 
 static bool parse_side(const char *arg, void *config)
@@ -208,8 +190,6 @@ const struct profiler_ops profiler_locks = {
 	.period_type = { "contentions", "count" },
 	.to_values = locks_to_values,
 	.object_name = locks_object_name,
-	.period = locks_period,
 	.open = locks_open,
-	.attach = locks_attach,
 	.close = locks_close,
 };

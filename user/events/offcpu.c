@@ -17,19 +17,9 @@ static int offcpu_open(struct profiler *p, const struct profiler_opts *o)
 	return PROFILER_OPEN_SKEL(p, offcpu);
 }
 
-static int offcpu_attach(struct profiler *p)
-{
-	return profiler_attach_tracing(p);
-}
-
 static void offcpu_close(struct profiler *p)
 {
 	offcpu_bpf__destroy(p->skel);
-}
-
-static int64_t offcpu_period(const struct profiler *p)
-{
-	return 1;	/* every switch is measured, not sampled */
 }
 
 static void offcpu_to_values(const struct profiler *p, const uint64_t *raw, uint64_t *values)
@@ -49,23 +39,15 @@ static void offcpu_defaults(void *config)
 static bool parse_min_block(const char *arg, void *config)
 {
 	struct offcpu_config *cfg = config;
-	uint64_t us;
 
-	if (!cli_parse_u64("--min-block-us", arg, 0, UINT64_MAX / 1000, &us))
-		return false;
-	cfg->min_block_ns = us * 1000;
-	return true;
+	return cli_parse_us_as_ns("--min-block-us", arg, 0, &cfg->min_block_ns);
 }
 
 static bool parse_max_block(const char *arg, void *config)
 {
 	struct offcpu_config *cfg = config;
-	uint64_t us;
 
-	if (!cli_parse_u64("--max-block-us", arg, 1, UINT64_MAX / 1000, &us))
-		return false;
-	cfg->max_block_ns = us * 1000;
-	return true;
+	return cli_parse_us_as_ns("--max-block-us", arg, 1, &cfg->max_block_ns);
 }
 
 static bool parse_state(const char *arg, void *config)
@@ -127,8 +109,6 @@ const struct profiler_ops profiler_offcpu = {
 	.top_by_user_leaf = true,
 	.period_type = { "offcpu", "nanoseconds" },
 	.to_values = offcpu_to_values,
-	.period = offcpu_period,
 	.open = offcpu_open,
-	.attach = offcpu_attach,
 	.close = offcpu_close,
 };

@@ -84,11 +84,6 @@ static int syscalls_open(struct profiler *p, const struct profiler_opts *o)
 	return PROFILER_OPEN_SKEL(p, syscalls);
 }
 
-static int syscalls_attach(struct profiler *p)
-{
-	return profiler_attach_tracing(p);
-}
-
 static void syscalls_close(struct profiler *p)
 {
 	struct syscalls_priv *priv = p->priv;
@@ -99,11 +94,6 @@ static void syscalls_close(struct profiler *p)
 	if (priv)
 		free(priv->calls);
 	free(priv);
-}
-
-static int64_t syscalls_period(const struct profiler *p)
-{
-	return 1;
 }
 
 /* { calls, total ns, max, errors, histogram } -> { calls, latency ns } */
@@ -245,12 +235,8 @@ static void syscalls_defaults(void *config)
 static bool parse_stacks(const char *arg, void *config)
 {
 	struct syscalls_options *so = config;
-	uint64_t us;
 
-	if (!cli_parse_u64("--syscall-stacks", arg, 1, UINT64_MAX / 1000, &us))
-		return false;
-	so->bpf.stack_min_ns = us * 1000;
-	return true;
+	return cli_parse_us_as_ns("--syscall-stacks", arg, 1, &so->bpf.stack_min_ns);
 }
 
 static bool parse_filter(const char *arg, void *config)
@@ -288,12 +274,8 @@ static bool parse_errors(const char *arg, void *config)
 static bool parse_threshold(const char *arg, void *config)
 {
 	struct syscalls_options *so = config;
-	uint64_t us;
 
-	if (!cli_parse_u64("--syscall-threshold-us", arg, 1, UINT64_MAX / 1000, &us))
-		return false;
-	so->bpf.raw_min_ns = us * 1000;
-	return true;
+	return cli_parse_us_as_ns("--syscall-threshold-us", arg, 1, &so->bpf.raw_min_ns);
 }
 
 static const struct profiler_option syscalls_options[] = {
@@ -327,8 +309,6 @@ const struct profiler_ops profiler_syscalls = {
 	.object_name = syscalls_object_name,
 	.on_record = syscalls_on_record,
 	.report = syscalls_report,
-	.period = syscalls_period,
 	.open = syscalls_open,
-	.attach = syscalls_attach,
 	.close = syscalls_close,
 };

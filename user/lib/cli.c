@@ -45,6 +45,16 @@ bool cli_parse_u64(const char *what, const char *arg, uint64_t min, uint64_t max
 	return true;
 }
 
+bool cli_parse_us_as_ns(const char *what, const char *arg, uint64_t min_us, __u64 *ns)
+{
+	uint64_t us;
+
+	if (!cli_parse_u64(what, arg, min_us, UINT64_MAX / 1000, &us))
+		return false;
+	*ns = us * 1000;
+	return true;
+}
+
 int cli_parse_pids(const char *arg, uint32_t *pids, int max)
 {
 	char *copy = strdup_logged(arg), *save = NULL, *tok;
@@ -241,8 +251,8 @@ bool cli_profiler_getopt(unsigned groups, struct option *opts, int *n, int max, 
 
 #define CLI_GETOPT_MAX 96
 
-bool cli_getopt_build(struct cli_getopt *g, const char *own_shorts, const struct option *own,
-		      unsigned groups)
+static bool getopt_build(struct cli_getopt *g, const char *own_shorts, const struct option *own,
+			 unsigned groups)
 {
 	int n = 0;
 
@@ -255,10 +265,16 @@ bool cli_getopt_build(struct cli_getopt *g, const char *own_shorts, const struct
 	return cli_profiler_getopt(groups, g->opts, &n, CLI_GETOPT_MAX, g->shorts, sizeof(g->shorts));
 }
 
-void cli_getopt_free(struct cli_getopt *g)
+int cli_parse(int argc, char **argv, const char *own_shorts, const struct option *own, unsigned groups,
+	      int (*parse)(void *ctx, int argc, char **argv, const struct cli_getopt *g), void *ctx)
 {
-	free(g->opts);
-	g->opts = NULL;
+	struct cli_getopt g;
+	int err = EXIT_RUNTIME;
+
+	if (getopt_build(&g, own_shorts, own, groups))
+		err = parse(ctx, argc, argv, &g);
+	free(g.opts);
+	return err;
 }
 
 /* "  -F, --freq HZ           help", continuation lines of @help indented alike. */

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <linux/types.h>	/* __u64: the kernel-boundary structs' type */
 
 /* Exit codes: usage errors are 2, run-time failures 1. */
 #define EXIT_USAGE 2
@@ -41,10 +42,14 @@ struct cli_getopt {
 	struct option *opts;		/* NULL-terminated, for getopt_long */
 	char shorts[48];
 };
-/* @own: the command's options, ending with a NULL name; @own_shorts: their letters.  False when out of room. */
-bool cli_getopt_build(struct cli_getopt *g, const char *own_shorts, const struct option *own,
-		      unsigned groups);
-void cli_getopt_free(struct cli_getopt *g);
+/*
+ * Builds the tables of @own (the command's options, ending with a NULL name;
+ * @own_shorts their letters) and the profiler options of @groups, and calls
+ * @parse(@ctx, argc, argv, tables) with them: what it returns, or
+ * EXIT_RUNTIME when the tables cannot be built.
+ */
+int cli_parse(int argc, char **argv, const char *own_shorts, const struct option *own, unsigned groups,
+	      int (*parse)(void *ctx, int argc, char **argv, const struct cli_getopt *g), void *ctx);
 /* Every profiler's config at its defaults, nothing chosen yet. */
 void cli_profiler_defaults(struct profiler_opts *o);
 /*
@@ -57,6 +62,8 @@ int cli_profiler_option(unsigned groups, int c, const char *arg, struct profiler
 /* Checks across options; chooses the default profilers when none was named.  False after an error. */
 bool cli_profiler_check(struct profiler_opts *o);
 
+/* A number of microseconds, at least @min_us, into *@ns; false after a one-line error naming @what. */
+bool cli_parse_us_as_ns(const char *what, const char *arg, uint64_t min_us, __u64 *ns);
 /* Parses a decimal number in [min, max]; false (after a one-line error naming @what) if not. */
 bool cli_parse_u64(const char *what, const char *arg, uint64_t min, uint64_t max, uint64_t *out);
 /* "123,456": every pid must exist.  Returns the count, or -1 after an error. */

@@ -72,6 +72,7 @@ static void agent_loop(struct agent *a)
 			next_flush = next_tick(next_flush, a->o.flush_ms, now);
 		}
 		consume_events(a);
+		symbolizer_reread_young(a->sym);	/* announced before their loader mapped libraries */
 		/* Short naps: task start and stop times are checked every 100 ms at most. */
 		wake = min_u64(min_u64(next_heartbeat, next_query), min_u64(next_flush, end));
 		now = now_ns(CLOCK_MONOTONIC);

@@ -188,8 +188,9 @@ static int check_args(struct agent_opts *o, const char *token_file)
 	return 0;
 }
 
-static int parse_with(struct agent_opts *o, int argc, char **argv, const struct cli_getopt *g)
+static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt *g)
 {
+	struct agent_opts *o = ctx;
 	const char *token_file = NULL;
 	int c, n;
 
@@ -260,12 +261,6 @@ static int parse_with(struct agent_opts *o, int argc, char **argv, const struct 
 /* Returns 0 to go on, -1 after --help, or an exit code. */
 int parse_args(struct agent_opts *o, int argc, char **argv)
 {
-	struct cli_getopt g;
-	int err = EXIT_RUNTIME;
-
-	if (cli_getopt_build(&g, "+p:d:vh", agent_options, CLI_KIND_OPTIONS))
-		err = parse_with(o, argc, argv, &g);
-	cli_getopt_free(&g);
-	return err;
+	return cli_parse(argc, argv, "+p:d:vh", agent_options, CLI_KIND_OPTIONS, parse_with, o);
 }
 
