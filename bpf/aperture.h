@@ -126,6 +126,7 @@ enum aperture_event_type {
 	EVENT_CPU_SAMPLE = 2,	/* struct aperture_raw_event: one on-CPU sample */
 	EVENT_LOCK = 3,		/* a lock wait above the threshold */
 	EVENT_SYSCALL = 4,	/* a syscall slower than the threshold */
+	EVENT_UNWIND_MISS = 5,	/* a pc outside the mappings the unwinder knows: re-read them */
 };
 
 struct aperture_event {

@@ -10,6 +10,7 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "lib/syscall.bpf.h"
 
@@ -79,6 +80,23 @@ SEC("tp_btf/contention_begin")
 int BPF_PROG(probe_contention, void *lock, unsigned int flags)
 {
 	return flags != 0;
+}
+
+static long probe_loop_step(__u64 index, void *arg)
+{
+	*(__u64 *)arg += index;
+	return 0;
+}
+
+/* What the DWARF walk (bpf/unwind/dwarf.bpf.h) needs: the user registers and bpf_loop. */
+SEC("perf_event")
+int probe_dwarf_unwind(struct bpf_perf_event_data *ctx)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	__u64 sum = regs ? BPF_CORE_READ(regs, sp) : 0;
+
+	bpf_loop(4, probe_loop_step, &sum, 0);
+	return sum != 0;
 }
 
 /* The raw syscall tracepoints, reading the user registers as locks.bpf.c does. */

@@ -4,6 +4,7 @@
 #define UNWIND_STACKS_BPF_H
 
 #include "lib/stats.bpf.h"
+#include "unwind/dwarf.bpf.h"
 
 /*
  * Resized by the loader before load.  Preallocated: without it, inserts from
@@ -62,15 +63,17 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 
 	if (!st)
 		return 0;
-	len = bpf_get_stack(ctx, st->ips, sizeof(st->ips), user ? BPF_F_USER_STACK : 0);
-	if (len < 0) {
-		stat_inc(user ? STAT_USTACK_FAULT : STAT_KSTACK_FAULT);
-		return 0;
-	}
-	if (len == 0)	/* e.g. no kernel stack for a sample taken in user mode */
-		return 0;
-	st->depth = len / sizeof(__u64);
 	st->pad = 0;
+	if (!user || !unwind_dwarf_walk(st)) {
+		len = bpf_get_stack(ctx, st->ips, sizeof(st->ips), user ? BPF_F_USER_STACK : 0);
+		if (len < 0) {
+			stat_inc(user ? STAT_USTACK_FAULT : STAT_KSTACK_FAULT);
+			return 0;
+		}
+		st->depth = len / sizeof(__u64);
+	}
+	if (!st->depth)	/* e.g. no kernel stack for a sample taken in user mode */
+		return 0;
 	id = stack_hash(st);
 	/* Known stacks are the common case: a lock-free lookup, no bucket lock. */
 	if (bpf_map_lookup_elem(&stacks, &id))

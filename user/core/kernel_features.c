@@ -70,6 +70,8 @@ static const struct feature_desc descs[FEAT_MAX] = {
 	[FEAT_BPFFS] = { "bpffs", "bpffs at /sys/fs/bpf (mounted or mountable)", NULL, probe_bpffs },
 	[FEAT_TRACEFS] = { "tracefs", "tracefs (mounted or mountable; aperture does not need it)", NULL,
 			   probe_tracefs },
+	[FEAT_DWARF_UNWIND] = { "dwarf_unwind", "bpf_loop + bpf_task_pt_regs in perf_event programs (--unwind dwarf, 5.17+)",
+				"probe_dwarf_unwind" },
 };
 
 const char *feature_name(enum feature f)

@@ -56,6 +56,34 @@ const struct profiler_ops *profiler_find(const char *name)
 	return NULL;
 }
 
+/*
+ * --unwind auto: DWARF where the kernel can walk it (one line when it
+ * cannot, once per run); dwarf: an error instead.  Kernel-only stacks need none.
+ */
+static int unwind_resolve(struct profiler *p)
+{
+	static bool told;
+	char why[128];
+
+	p->dwarf = false;
+	if (p->opts.unwind == UNWIND_FP || p->opts.stack_mode == STACK_MODE_KERNEL)
+		return 0;
+	if (feature_has(FEAT_DWARF_UNWIND)) {
+		p->dwarf = true;
+		return 0;
+	}
+	if (p->opts.unwind == UNWIND_DWARF) {
+		log_error("--unwind dwarf: this kernel lacks %s",
+			  feature_missing(FEAT_DWARF_UNWIND, why, sizeof(why)));
+		return -EOPNOTSUPP;
+	}
+	if (!told)
+		log_warn("user stacks by frame pointers only: %s",
+			 feature_missing(FEAT_DWARF_UNWIND, why, sizeof(why)));
+	told = true;
+	return 0;
+}
+
 int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 		  const struct profiler_opts *opts)
 {
@@ -77,6 +105,9 @@ int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 		err = -EOPNOTSUPP;
 		goto cleanup;
 	}
+	err = unwind_resolve(p);
+	if (err)
+		goto cleanup;
 	err = ops->open(p, &p->opts);
 	if (!err && fault_inject("load"))
 		err = -EIO;
@@ -126,6 +157,7 @@ void profiler_close(struct profiler *p)
 	}
 	free(p->links);
 	free(p->sink);
+	unwinder_free(p->unwinder);
 	if (p->pinned) {
 		for (int i = 0; i < MAP_SLOT_MAX; i++)
 			if (p->fd[i] >= 0)
@@ -157,6 +189,27 @@ static struct bpf_map *slot_map(struct profiler *p, enum map_slot slot)
 	return bpf_object__find_map_by_name(p->obj, map_slots[slot].map);
 }
 
+/* The unwinding tables: sized when DWARF unwinding is on (one entry each when off), shared by the run. */
+static int unwind_maps_prepare(struct profiler *p, bool owner)
+{
+	struct bpf_map *rows = bpf_object__find_map_by_name(p->obj, "unwind_rows");
+	struct bpf_map *procs = bpf_object__find_map_by_name(p->obj, "unwind_procs");
+	struct profiler_shared *shared = p->opts.shared;
+	int err = 0;
+
+	if (!rows || !procs)
+		return -ENOENT;	/* every object has them (bpf/unwind/stacks.bpf.h) */
+	if (p->dwarf) {
+		err = err ?: bpf_map__set_max_entries(rows, p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT);
+		err = err ?: bpf_map__set_max_entries(procs, UNWIND_PROCS_DEFAULT);
+	}
+	if (!owner && shared && shared->unwind_rows_fd >= 0) {
+		err = err ?: bpf_map__reuse_fd(rows, shared->unwind_rows_fd);
+		err = err ?: bpf_map__reuse_fd(procs, shared->unwind_procs_fd);
+	}
+	return err;
+}
+
 /*
  * Before load: sizes the maps, reuses the run's shared maps, and loads the
  * exec program (bpf/lib/notify.bpf.h) only in the profiler that creates them.
@@ -172,6 +225,7 @@ int profiler_prepare(struct profiler *p)
 	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_COUNTS_1), p->opts.counts_entries);
 	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_TOTALS), p->opts.counts_entries);
 	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_STACKS), p->opts.stacks_entries);
+	err = err ?: unwind_maps_prepare(p, owner);
 	if (exec_prog)
 		bpf_program__set_autoload(exec_prog, owner);
 	for (int i = 0; i < MAP_SLOT_MAX && !err && !owner; i++)
@@ -194,6 +248,10 @@ int profiler_take_maps(struct profiler *p)
 		p->fd[i] = bpf_map__fd(map);
 		if (shared && map_slots[i].shared && shared->fd[i] < 0)
 			shared->fd[i] = dup(p->fd[i]);
+	}
+	if (shared && shared->unwind_rows_fd < 0) {
+		shared->unwind_rows_fd = dup(bpf_object__find_map_fd_by_name(p->obj, "unwind_rows"));
+		shared->unwind_procs_fd = dup(bpf_object__find_map_fd_by_name(p->obj, "unwind_procs"));
 	}
 	p->live = 0;
 	return 0;
@@ -218,6 +276,7 @@ void profiler_shared_init(struct profiler_shared *shared)
 {
 	for (int i = 0; i < MAP_SLOT_MAX; i++)
 		shared->fd[i] = -1;
+	shared->unwind_rows_fd = shared->unwind_procs_fd = -1;
 }
 
 void profiler_shared_close(struct profiler_shared *shared)
@@ -227,6 +286,11 @@ void profiler_shared_close(struct profiler_shared *shared)
 			close(shared->fd[i]);
 		shared->fd[i] = -1;
 	}
+	if (shared->unwind_rows_fd >= 0)
+		close(shared->unwind_rows_fd);
+	if (shared->unwind_procs_fd >= 0)
+		close(shared->unwind_procs_fd);
+	shared->unwind_rows_fd = shared->unwind_procs_fd = -1;
 }
 
 static int write_config(struct profiler *p)
@@ -437,6 +501,7 @@ int profiler_stats(struct profiler *p, uint64_t *out)
 
 struct profiler_sink {
 	struct symbolizer *sym;
+	struct unwinder *unwinder;	/* NULL: frame pointers only */
 	raw_event_fn raw;
 	void *ctx;
 };
@@ -448,9 +513,15 @@ static int on_process_event(void *arg, void *data, size_t size)
 
 	if (size < sizeof(*event))
 		return 0;
-	if (event->type == EVENT_NEW_PROCESS)
+	if (event->type == EVENT_NEW_PROCESS) {
 		symbolizer_track(sink->sym, event->tgid);	/* gone already: nothing to keep */
-	else if (sink->raw && size >= sizeof(struct aperture_raw_event))
+		if (sink->unwinder)
+			unwinder_track(sink->unwinder, event->tgid);
+	} else if (event->type == EVENT_UNWIND_MISS) {
+		if (sink->unwinder)	/* a library loaded since: both need the new maps */
+			unwinder_track(sink->unwinder, event->tgid);
+		symbolizer_track(sink->sym, event->tgid);
+	} else if (sink->raw && size >= sizeof(struct aperture_raw_event))
 		sink->raw(data, sink->ctx);
 	return 0;
 }
@@ -471,7 +542,11 @@ int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct sy
 		p->sink = calloc_logged(1, sizeof(*p->sink));
 	if (!p->sink)
 		return -ENOMEM;
-	*p->sink = (struct profiler_sink){ sym, fn, ctx };
+	if (p->dwarf && p->obj && !p->unwinder)
+		p->unwinder = unwinder_new(bpf_object__find_map_fd_by_name(p->obj, "unwind_rows"),
+					   p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT,
+					   bpf_object__find_map_fd_by_name(p->obj, "unwind_procs"));
+	*p->sink = (struct profiler_sink){ sym, p->unwinder, fn, ctx };
 	if (!*rb) {
 		*rb = ring_buffer__new(p->fd[MAP_EVENTS], on_process_event, p->sink, NULL);
 		if (!*rb)
@@ -533,10 +608,16 @@ void profiler_profile_init(const struct profiler *p, struct profile *prof, struc
 	profile_init(prof, ops->name, ops->title, sym);
 	prof->skywalking_target = ops->skywalking_target;
 	prof->object_name = ops->object_name;
-	prof->nvalues = ops->nvalues;
+	prof->nvalues = ops->nvalues_of ? ops->nvalues_of(p) : ops->nvalues;
 	memcpy(prof->value_types, ops->value_types, sizeof(prof->value_types));
 	prof->default_value = ops->default_value;
 	prof->top_by_user_leaf = ops->top_by_user_leaf;
 	prof->period_type = ops->period_type;
 	prof->period = ops->period ? ops->period(p) : 1;
+}
+
+void profiler_unwind_report(const struct profiler *p, FILE *out)
+{
+	if (p->unwinder)
+		unwinder_report(p->unwinder, out);
 }

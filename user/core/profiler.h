@@ -13,6 +13,7 @@
 #include "aperture.h"
 #include "profile.h"
 #include "kernel_features.h"
+#include "unwinder.h"
 
 struct bpf_link;
 struct bpf_object;
@@ -51,6 +52,8 @@ extern const struct map_slot_desc map_slots[MAP_SLOT_MAX];
  */
 struct profiler_shared {
 	int fd[MAP_SLOT_MAX];	/* shared slots only; -1 until created */
+	int unwind_rows_fd;	/* the DWARF unwinding tables (not pinned: only a loader that */
+	int unwind_procs_fd;	/* watches processes fills them); -1 until created */
 };
 
 void profiler_shared_init(struct profiler_shared *shared);
@@ -71,6 +74,8 @@ struct profiler_opts {
 	bool targets_only;		/* filter by pid even with no pid: count nothing */
 	bool disabled;			/* loaded and attached, but not counting */
 	bool raw_events;		/* a reader takes raw events (control.raw_events) */
+	enum unwind_mode unwind;	/* --unwind */
+	uint32_t unwind_rows;		/* rows map size (0: UNWIND_ROWS_DEFAULT) */
 	uint32_t kinds;			/* (1 << ops->id) of each profiler named on the command line */
 	/* Each kind's struct X_config, written to its NAME_config map. */
 	uint64_t config[PROFILER_MAX][PROFILER_CONFIG_MAX / 8];
@@ -117,6 +122,7 @@ struct profiler_ops {
 	uint64_t needs;			/* FEAT_BIT()s of the kernel features it cannot run without */
 	/* What the profile carries per sample, and how raw values become those. */
 	int nvalues;
+	int (*nvalues_of)(const struct profiler *p);	/* optional: this run's first N of them */
 	struct value_type value_types[PROFILE_MAX_VALUES];
 	int default_value;
 	bool top_by_user_leaf;		/* see struct profile */
@@ -151,6 +157,8 @@ struct profiler {
 	int live;			/* MAP_COUNTS_0 + live is the live generation */
 	uint64_t drained_events;	/* sum of raw value 0 over all drains */
 	struct profiler_sink *sink;	/* who reads the ring buffer's records (owner only) */
+	bool dwarf;			/* user stacks by DWARF CFI where tables exist (opts.unwind resolved) */
+	struct unwinder *unwinder;	/* builds the tables (owner, once it watches processes) */
 };
 
 /* This kind's config in @opts. */
@@ -204,6 +212,9 @@ typedef void (*raw_event_fn)(const struct aperture_raw_event *ev, void *ctx);
 int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym,
 			  raw_event_fn fn, void *ctx);
 
+/* The DWARF unwinder's one-line report (nothing when it is off or not the owner). */
+void profiler_unwind_report(const struct profiler *p, FILE *out);
+
 /* Snapshot straight into a profile (symbolizing new stacks). */
 int profiler_snapshot_into(struct profiler *p, struct profile *prof);
 
@@ -240,6 +251,7 @@ uint64_t profiler_lost(const uint64_t *stats);
 	int __err = __skel ? 0 : -errno;					\
 	if (__skel) {								\
 		(p)->skel = __skel;						\
+		__skel->rodata->unwind_dwarf = (p)->dwarf;			\
 		(p)->obj = __skel->obj;						\
 		__err = profiler_prepare(p);					\
 		if (!__err) {							\

@@ -185,6 +185,7 @@ void cli_libbpf_logging(void)
 /* Option codes: the common ones fixed, each profiler's from its id and position. */
 enum {
 	CLI_OPT_CGROUP = 200,
+	CLI_OPT_UNWIND,
 	CLI_KIND_FLAG = 300,		/* + ops->id */
 	CLI_KIND_OPTION = 400,		/* + ops->id * CLI_KIND_OPTIONS_MAX + index */
 };
@@ -195,6 +196,7 @@ static const struct option target_options[] = {
 	{ "cgroup", required_argument, NULL, CLI_OPT_CGROUP },
 	{ "user-only", no_argument, NULL, 'U' },
 	{ "kernel-only", no_argument, NULL, 'K' },
+	{ "unwind", required_argument, NULL, CLI_OPT_UNWIND },
 };
 
 static bool add_option(struct option *opts, int *n, int max, struct option entry)
@@ -304,6 +306,9 @@ void cli_profiler_help(FILE *out, unsigned groups)
 		help_line(out, 0, "cgroup", "PATH", "only tasks in this cgroup v2 directory");
 		help_line(out, 'U', "user-only", NULL, "user stacks only");
 		help_line(out, 'K', "kernel-only", NULL, "kernel stacks only");
+		help_line(out, 0, "unwind", "MODE",
+			  "user stacks: auto (default: DWARF .eh_frame tables where the kernel allows,\n"
+			  "else frame pointers), dwarf (an error if it cannot), fp (frame pointers only)");
 	}
 	for (int k = 0; (groups & CLI_KIND_OPTIONS) && profilers[k]; k++)
 		for (const struct profiler_option *po = profilers[k]->options; po && po->name; po++)
@@ -334,6 +339,20 @@ static const struct profiler_option *kind_option(int c, const struct profiler_op
 	return NULL;
 }
 
+static bool parse_unwind(const char *arg, enum unwind_mode *mode)
+{
+	static const char *const names[] = { [UNWIND_AUTO] = "auto", [UNWIND_FP] = "fp", [UNWIND_DWARF] = "dwarf" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(arg, names[i]) == 0) {
+			*mode = (enum unwind_mode)i;
+			return true;
+		}
+	}
+	log_error("--unwind: '%s' is not one of auto, dwarf, fp", arg);
+	return false;
+}
+
 static int target_option(int c, const char *arg, struct profiler_opts *o, uint32_t *pids, int max_pids)
 {
 	int n;
@@ -356,6 +375,8 @@ static int target_option(int c, const char *arg, struct profiler_opts *o, uint32
 		}
 		o->stack_mode = c == 'U' ? STACK_MODE_USER : STACK_MODE_KERNEL;
 		return 1;
+	case CLI_OPT_UNWIND:
+		return parse_unwind(arg, &o->unwind) ? 1 : -1;
 	}
 	return 0;
 }

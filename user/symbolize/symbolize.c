@@ -33,6 +33,7 @@
 #include "kallsyms.h"
 #include "strintern.h"
 #include "symbolize.h"
+#include "unwind_tables.h"
 #include "util.h"
 
 #define PROC_BUCKETS	1024
@@ -731,6 +732,12 @@ void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struc
 	struct proc *p;
 
 	frame_unknown(out, addr);
+	/* Where the DWARF walk stopped early (the marker, or the marker - 1 of a caller frame). */
+	if (addr == APERTURE_IP_TRUNCATED || addr == APERTURE_IP_TRUNCATED - 1) {
+		out->addr = APERTURE_IP_TRUNCATED;
+		out->name = "[truncated]";
+		return;
+	}
 	p = proc_get(sym, tgid);
 	if (!p)
 		return;

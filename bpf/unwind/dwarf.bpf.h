@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * User stacks from DWARF CFI, for code built without frame pointers.  The
+ * loader (user/unwind/) turns each mapped file's .eh_frame into rows and
+ * lists each process's executable mappings; per frame this walk finds the
+ * mapping (binary search), the row (binary search), computes the CFA, reads
+ * the return address at CFA - 8 and the saved rbp, and goes on, in a
+ * bpf_loop (5.17+) so that the verifier checks one step, not 127.
+ * Mappings without a table (JIT code) are walked with frame pointers; where
+ * neither works the stack ends in an APERTURE_IP_TRUNCATED frame.
+ */
+#ifndef UNWIND_DWARF_BPF_H
+#define UNWIND_DWARF_BPF_H
+
+#include "unwind/unwind_tables.h"
+#include "lib/notify.bpf.h"
+
+/* Set by the loader before load (--unwind): 0 leaves only the frame-pointer walk, verified away. */
+const volatile __u32 unwind_dwarf = 0;
+
+/* Sized by the loader (1 entry each when dwarf unwinding is off). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_proc);
+} unwind_procs SEC(".maps");
+
+/* The walk's state, on the caller's stack for the bpf_loop callback. */
+struct unwind_walk {
+	struct unwind_proc *proc;
+	struct aperture_stack *st;
+	__u64 pc;
+	__u64 sp;
+	__u64 bp;
+	__u32 tgid;
+	bool precise;		/* pc is an exact pc (first frame, after a signal), not a return address */
+	bool truncated;
+};
+
+/* ceil(log2(n + 1)) steps of the searches below. */
+#define UNWIND_MAPPING_STEPS 8		/* UNWIND_MAX_MAPPINGS 128 */
+#define UNWIND_ROW_STEPS 24		/* 16M rows per file */
+
+/*
+ * The two searches are global functions: the verifier checks each once on
+ * its own, instead of every path through them times every path of the
+ * caller (inlined, the two loops took the walk past a million instructions).
+ */
+
+/* Index of the mapping of @proc holding @addr, or -1. */
+__noinline int unwind_mapping_index(struct unwind_proc *proc, __u64 addr)
+{
+	__u32 lo = 0, hi;
+
+	if (!proc)
+		return -1;
+	hi = proc->nmappings;
+	if (hi > UNWIND_MAX_MAPPINGS)
+		hi = UNWIND_MAX_MAPPINGS;
+	for (int i = 0; i < UNWIND_MAPPING_STEPS && lo < hi; i++) {
+		__u32 mid = ((lo + hi) / 2) & (UNWIND_MAX_MAPPINGS - 1);
+		struct unwind_mapping *m = &proc->mappings[mid];
+
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return mid;
+	}
+	return -1;
+}
+
+/* Index in unwind_rows of the last row of [first, first + nrows) whose pc <= @rel, or -1. */
+__noinline int unwind_row_index(__u32 first, __u32 nrows, __u64 rel)
+{
+	__u32 lo = 0, hi = nrows, idx;
+
+	for (int i = 0; i < UNWIND_ROW_STEPS && lo < hi; i++) {
+		__u32 mid = (lo + hi) / 2;
+		struct unwind_row *row;
+
+		idx = first + mid;
+		row = bpf_map_lookup_elem(&unwind_rows, &idx);
+		if (!row)
+			return -1;
+		if (row->pc <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? (int)(first + lo - 1) : -1;
+}
+
+static __always_inline bool unwind_read(__u64 *out, __u64 addr)
+{
+	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr) == 0;
+}
+
+/* Tells user space that this process's mappings are stale (a library loaded since). */
+static __always_inline void unwind_report_miss(struct unwind_walk *w)
+{
+	struct aperture_event *event;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (now - w->proc->miss_ns < 1000000000ULL)
+		return;
+	w->proc->miss_ns = now;
+	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+	if (!event) {
+		stat_inc(STAT_EVENTS_LOST);
+		return;
+	}
+	event->type = EVENT_UNWIND_MISS;
+	event->tgid = w->tgid;
+	bpf_ringbuf_submit(event, 0);
+}
+
+/* One frame by frame pointers: 0 go on, 1 the end (rbp 0), -1 could not. */
+static __always_inline int unwind_fp_step(struct unwind_walk *w)
+{
+	__u64 next_bp, ra;
+
+	if (!w->bp)
+		return 1;
+	if (!unwind_read(&ra, w->bp + 8) || !unwind_read(&next_bp, w->bp))
+		return -1;
+	/* The caller's frame lies above ours: anything else is not a frame chain. */
+	if (next_bp && next_bp <= w->bp)
+		return -1;
+	w->sp = w->bp + 16;
+	w->bp = next_bp;
+	w->pc = ra;
+	w->precise = false;
+	return 0;
+}
+
+/* The registers saved in the ucontext that __restore_rt's stack points at (x86_64 sigcontext). */
+#define UC_RBP 120
+#define UC_RSP 160
+#define UC_RIP 168
+
+/* One frame by a CFI row: 0 go on, 1 the end, -1 could not. */
+static __always_inline int unwind_row_step(struct unwind_walk *w, const struct unwind_row *row)
+{
+	__u64 cfa, ra, bp;
+
+	switch (row->cfa_rule) {
+	case UNWIND_CFA_RSP:
+		cfa = w->sp + row->cfa_off;
+		break;
+	case UNWIND_CFA_RBP:
+		cfa = w->bp + row->cfa_off;
+		break;
+	case UNWIND_CFA_PLT:
+		cfa = w->sp + 8 + ((w->pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
+		break;
+	case UNWIND_CFA_SIGNAL:
+		if (!unwind_read(&bp, w->sp + UC_RBP) || !unwind_read(&cfa, w->sp + UC_RSP) ||
+		    !unwind_read(&ra, w->sp + UC_RIP))
+			return -1;
+		w->bp = bp;
+		w->sp = cfa;
+		w->pc = ra;
+		w->precise = true;	/* the interrupted instruction itself */
+		return 0;
+	case UNWIND_CFA_END:
+		return 1;
+	default:
+		return -1;
+	}
+	if (!unwind_read(&ra, cfa - 8))
+		return -1;
+	if (row->rbp_rule == UNWIND_RBP_OFFSET && !unwind_read(&w->bp, cfa + row->rbp_off))
+		return -1;
+	w->sp = cfa;
+	w->pc = ra;
+	w->precise = false;
+	return 0;
+}
+
+/* bpf_loop callback: records the current frame, then steps to its caller. 1 stops. */
+static long unwind_step(__u64 index, void *arg)
+{
+	struct unwind_walk *w = arg;
+	struct aperture_stack *st = w->st;
+	struct unwind_mapping *m;
+	struct unwind_row *row;
+	__u32 depth = st->depth;
+	__u64 lookup;
+	int idx, ret;
+
+	if (depth >= APERTURE_MAX_DEPTH) {
+		w->truncated = true;
+		return 1;
+	}
+	st->ips[depth] = w->pc;
+	st->depth = depth + 1;
+	/* A return address may be just past the function (a call to a noreturn one). */
+	lookup = w->precise ? w->pc : w->pc - 1;
+	idx = unwind_mapping_index(w->proc, lookup);
+	if (idx < 0) {
+		unwind_report_miss(w);
+		w->truncated = true;
+		return 1;
+	}
+	m = &w->proc->mappings[idx & (UNWIND_MAX_MAPPINGS - 1)];
+	if (!m->nrows) {
+		ret = unwind_fp_step(w);
+	} else {
+		idx = unwind_row_index(m->first_row, m->nrows, lookup - m->bias);
+		row = idx >= 0 ? bpf_map_lookup_elem(&unwind_rows, &idx) : NULL;
+		ret = row ? unwind_row_step(w, row) : -1;
+	}
+	if (ret < 0)
+		w->truncated = true;
+	return ret != 0 || !w->pc;
+}
+
+/*
+ * Walks the current task's user stack into @st with the tables: 1 when this
+ * process has tables (the walk was done, whole or marked truncated), 0 when
+ * it has none yet (the caller walks frame pointers instead).
+ */
+static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs;
+	struct unwind_walk w = {};
+	__u32 depth;
+
+	if (!unwind_dwarf)
+		return 0;
+	w.tgid = bpf_get_current_pid_tgid() >> 32;
+	w.proc = bpf_map_lookup_elem(&unwind_procs, &w.tgid);
+	if (!w.proc)
+		return 0;
+	/* The user registers at the last entry into the kernel, as bpf_get_stack uses them. */
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return 0;
+	w.pc = BPF_CORE_READ(regs, ip);
+	w.sp = BPF_CORE_READ(regs, sp);
+	w.bp = BPF_CORE_READ(regs, bp);
+	w.precise = true;
+	w.st = st;
+	st->depth = 0;
+	bpf_loop(APERTURE_MAX_DEPTH + 1, unwind_step, &w, 0);
+	depth = st->depth;
+	if (w.truncated && depth > 0 && depth <= APERTURE_MAX_DEPTH) {
+		/* The marker goes after the last frame, or over it when the stack is full. */
+		if (depth == APERTURE_MAX_DEPTH)
+			depth--;
+		st->ips[depth] = APERTURE_IP_TRUNCATED;
+		st->depth = depth + 1;
+	}
+	return 1;
+}
+
+#endif /* UNWIND_DWARF_BPF_H */

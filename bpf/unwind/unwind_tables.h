@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * DWARF CFI unwinding tables, shared between the loader (user/unwind/) that
+ * builds them from .eh_frame and the BPF walk (bpf/unwind/dwarf.bpf.h).
+ *
+ * unwind_rows: one big array of rows; each file's rows are a sorted run
+ * [first, first + count) in it, shared by every process that maps the file.
+ * unwind_procs: per tgid, its executable mappings sorted by start, each with
+ * the run of rows of its file (count 0: no table, walk frame pointers).
+ */
+#ifndef UNWIND_TABLES_H
+#define UNWIND_TABLES_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* How to find the CFA (the caller's stack pointer) at a pc. */
+enum unwind_cfa_rule {
+	UNWIND_CFA_NONE = 0,	/* no information (gap between FDEs, unsupported expression): stop */
+	UNWIND_CFA_RSP = 1,	/* rsp + cfa_off */
+	UNWIND_CFA_RBP = 2,	/* rbp + cfa_off */
+	/* The classic PLT expression: rsp + 8, + 8 more when (rip & 15) >= cfa_off. */
+	UNWIND_CFA_PLT = 3,
+	/* __restore_rt: rsp points at the ucontext; the interrupted registers are in it. */
+	UNWIND_CFA_SIGNAL = 4,
+	UNWIND_CFA_END = 5,	/* the return address is undefined: the outermost frame (_start, clone) */
+};
+
+/* Where the caller's rbp is. */
+enum unwind_rbp_rule {
+	UNWIND_RBP_SAME = 0,	/* not saved by this frame */
+	UNWIND_RBP_OFFSET = 1,	/* saved at CFA + rbp_off */
+};
+
+/* One row: its rules hold from pc up to the next row's pc. */
+struct unwind_row {
+	__u32 pc;		/* ELF virtual address (file-relative: the mapping's bias removed) */
+	__s32 cfa_off;
+	__s16 rbp_off;
+	__u8 cfa_rule;		/* enum unwind_cfa_rule */
+	__u8 rbp_rule;		/* enum unwind_rbp_rule */
+};
+
+/* Executable mappings per process the walk knows; more are counted and walked with frame pointers. */
+#define UNWIND_MAX_MAPPINGS 128
+
+struct unwind_mapping {
+	__u64 start;
+	__u64 end;
+	__u64 bias;		/* pc - bias = the ELF virtual address the rows use */
+	__u32 first_row;
+	__u32 nrows;		/* 0: no table for this file: frame pointers */
+};
+
+struct unwind_proc {
+	__u32 nmappings;
+	__u32 pad;
+	/*
+	 * When the walk last met a pc in no mapping (a library loaded since) and
+	 * asked user space to re-read the maps: at most once a second.
+	 */
+	__u64 miss_ns;
+	struct unwind_mapping mappings[UNWIND_MAX_MAPPINGS];
+};
+
+/*
+ * A frame the walk put where unwinding stopped before the end of the stack
+ * (no table row, an unreadable stack, the depth limit): user space shows it
+ * as "[truncated]"; no frame is ever made up.
+ */
+#define APERTURE_IP_TRUNCATED 0xfffffffffffffffeULL
+
+_Static_assert(sizeof(struct unwind_row) == 12, "unwind_row layout");
+_Static_assert(sizeof(struct unwind_mapping) == 32, "unwind_mapping layout");
+
+#endif /* UNWIND_TABLES_H */

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * .eh_frame -> unwind rows.  libdw interprets the CFI (CIE initial
+ * instructions, FDE programs, remember/restore state); this file only lists
+ * the functions (from .eh_frame_hdr's sorted table, which every linker
+ * writes for x86_64 binaries) and turns each row's rules into the few forms
+ * the BPF walk follows: CFA = rsp/rbp + offset, the PLT expression, the
+ * signal trampoline; rbp saved at CFA + offset; return address at CFA - 8.
+ * Anything else becomes a row where the walk stops, never a guess.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dwarf.h>
+#include <gelf.h>
+#include <elfutils/libdw.h>
+#include "cfi.h"
+
+#define X86_64_RBP 6
+#define X86_64_RSP 7
+#define X86_64_RA 16	/* the return address column */
+
+/* The PLT's CFA: rsp + 8 + ((rip & 15) >= N) << 3, N 11 (.plt) or 10 (older .plt.got). */
+static const uint8_t plt_atoms[] = {
+	DW_OP_breg7, DW_OP_breg16, DW_OP_lit15, DW_OP_and, 0 /* lit N */, DW_OP_ge,
+	DW_OP_lit3, DW_OP_shl, DW_OP_plus,
+};
+
+static bool ops_is_plt(const Dwarf_Op *ops, size_t nops, int32_t *threshold)
+{
+	if (nops != sizeof(plt_atoms) || ops[0].number != 8 || ops[1].number != 0)
+		return false;
+	for (size_t i = 0; i < nops; i++)
+		if (i != 4 && ops[i].atom != plt_atoms[i])
+			return false;
+	if (ops[4].atom < DW_OP_lit0 || ops[4].atom > DW_OP_lit31)
+		return false;
+	*threshold = ops[4].atom - DW_OP_lit0;
+	return true;
+}
+
+/* glibc's __restore_rt: CFA = *(rsp + 160), the saved rsp in the ucontext on the stack. */
+static bool ops_is_sigframe(const Dwarf_Op *ops, size_t nops)
+{
+	return nops == 2 && ops[0].atom == DW_OP_breg7 && ops[0].number == 160 &&
+	       ops[1].atom == DW_OP_deref;
+}
+
+/* A register plus a constant, as libdw spells DW_CFA_def_cfa: bregN or bregx. */
+static bool ops_reg_offset(const Dwarf_Op *ops, size_t nops, int *reg, int64_t *off)
+{
+	if (nops != 1)
+		return false;
+	if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		*reg = ops[0].atom - DW_OP_breg0;
+		*off = (int64_t)ops[0].number;
+		return true;
+	}
+	if (ops[0].atom == DW_OP_bregx) {
+		*reg = (int)ops[0].number;
+		*off = (int64_t)ops[0].number2;
+		return true;
+	}
+	return false;
+}
+
+static void row_cfa(Dwarf_Frame *frame, bool signal, struct unwind_row *row)
+{
+	Dwarf_Op *ops;
+	size_t nops;
+	int64_t off;
+	int32_t threshold;
+	int reg;
+
+	row->cfa_rule = UNWIND_CFA_NONE;
+	if (dwarf_frame_cfa(frame, &ops, &nops) || !nops)
+		return;
+	if (ops_reg_offset(ops, nops, &reg, &off) && (reg == X86_64_RSP || reg == X86_64_RBP) &&
+	    off >= INT32_MIN && off <= INT32_MAX) {
+		row->cfa_rule = reg == X86_64_RSP ? UNWIND_CFA_RSP : UNWIND_CFA_RBP;
+		row->cfa_off = (int32_t)off;
+	} else if (ops_is_plt(ops, nops, &threshold)) {
+		row->cfa_rule = UNWIND_CFA_PLT;
+		row->cfa_off = threshold;
+	} else if (signal && ops_is_sigframe(ops, nops)) {
+		row->cfa_rule = UNWIND_CFA_SIGNAL;
+	}
+}
+
+/*
+ * Where a register was saved, as "CFA + offset": libdw spells it
+ * DW_OP_call_frame_cfa [DW_OP_plus_uconst N].  1: saved there, 0: same value
+ * (not saved), -1: undefined or a rule the walk does not follow.
+ */
+static int saved_at(Dwarf_Frame *frame, int regno, int64_t *off)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t nops;
+
+	if (dwarf_frame_register(frame, regno, mem, &ops, &nops))
+		return -1;
+	if (!nops)
+		return ops ? -1 : 0;	/* ops == mem: undefined; NULL: same value */
+	if (ops[0].atom != DW_OP_call_frame_cfa)
+		return -1;
+	if (nops == 1) {
+		*off = 0;
+		return 1;
+	}
+	if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
+		*off = (int64_t)ops[1].number;
+		return 1;
+	}
+	return -1;
+}
+
+/* The rules of one row from libdw's frame state. */
+static void row_from_frame(Dwarf_Frame *frame, bool signal, struct unwind_row *row, size_t *unsupported)
+{
+	int64_t off;
+	int ra = saved_at(frame, X86_64_RA, &off);
+
+	row_cfa(frame, signal, row);
+	row->rbp_rule = UNWIND_RBP_SAME;
+	row->rbp_off = 0;
+	if (row->cfa_rule == UNWIND_CFA_SIGNAL)
+		return;	/* the walk reads every register from the ucontext */
+	if (ra == -1) {
+		Dwarf_Op mem[3], *ops;
+		size_t nops;
+
+		/* An undefined return address marks the outermost frame. */
+		if (!dwarf_frame_register(frame, X86_64_RA, mem, &ops, &nops) && !nops && ops)
+			row->cfa_rule = UNWIND_CFA_END;
+		else
+			row->cfa_rule = UNWIND_CFA_NONE;
+	} else if (ra != 1 || off != -8) {
+		row->cfa_rule = UNWIND_CFA_NONE;
+	}
+	if (row->cfa_rule == UNWIND_CFA_NONE) {
+		(*unsupported)++;
+		return;
+	}
+	if (saved_at(frame, X86_64_RBP, &off) == 1 && off >= INT16_MIN && off <= INT16_MAX) {
+		row->rbp_rule = UNWIND_RBP_OFFSET;
+		row->rbp_off = (int16_t)off;
+	}
+}
+
+static bool rows_alike(const struct unwind_row *a, const struct unwind_row *b)
+{
+	return a->cfa_rule == b->cfa_rule && a->cfa_off == b->cfa_off && a->rbp_rule == b->rbp_rule &&
+	       a->rbp_off == b->rbp_off;
+}
+
+static int row_push(struct cfi_table *t, size_t *cap, uint64_t pc, const struct unwind_row *rules)
+{
+	struct unwind_row *grown;
+
+	if (pc > UINT32_MAX)
+		return -ERANGE;
+	if (t->nrows && rows_alike(&t->rows[t->nrows - 1], rules))
+		return 0;	/* the same rules continue: one row covers both */
+	if (t->nrows && t->rows[t->nrows - 1].pc == pc) {
+		t->rows[t->nrows - 1] = *rules;	/* an empty range: the later rules win */
+		t->rows[t->nrows - 1].pc = (uint32_t)pc;
+		return 0;
+	}
+	if (t->nrows == *cap) {
+		*cap = *cap ? *cap * 2 : 1024;
+		grown = realloc(t->rows, *cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		t->rows = grown;
+	}
+	t->rows[t->nrows] = *rules;
+	t->rows[t->nrows++].pc = (uint32_t)pc;
+	return 0;
+}
+
+/* Rows of the function starting at @start, up to @limit (the next function), then a gap row. */
+static int rows_of_function(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, struct cfi_table *t,
+			    size_t *cap)
+{
+	static const struct unwind_row gap = { .cfa_rule = UNWIND_CFA_NONE };
+	uint64_t addr = start;
+	int err = 0;
+
+	while (addr < limit && !err) {
+		Dwarf_Frame *frame;
+		Dwarf_Addr lo, hi;
+		bool signal = false;
+		struct unwind_row row = { 0 };
+
+		if (dwarf_cfi_addrframe(cfi, addr, &frame))
+			break;	/* past the FDE's end */
+		dwarf_frame_info(frame, &lo, &hi, &signal);
+		row_from_frame(frame, signal, &row, &t->unsupported);
+		free(frame);
+		err = row_push(t, cap, addr, &row);
+		if (hi <= addr)
+			break;	/* malformed: never loop */
+		addr = hi;
+	}
+	if (!err && addr < limit)
+		err = row_push(t, cap, addr, &gap);
+	return err;
+}
+
+static Elf_Scn *section_named(Elf *elf, const char *want, GElf_Shdr *shdr)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, shdr) || shdr->sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, shdr->sh_name);
+		if (name && strcmp(name, want) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+/*
+ * Function starts from .eh_frame_hdr's search table.  Only the layout every
+ * x86_64 linker writes is read (version 1, table of datarel sdata4 pairs).
+ */
+static int fde_starts_read(Elf *elf, struct cfi_table *t)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = section_named(elf, ".eh_frame_hdr", &shdr);
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	const uint8_t *hdr;
+	uint32_t count;
+
+	if (!data || data->d_size < 12)
+		return -ENOENT;
+	hdr = data->d_buf;
+	/* version, eh_frame_ptr enc (any 4-byte form), fde_count enc udata4, table enc datarel|sdata4 */
+	if (hdr[0] != 1 || (hdr[1] & 0x0f) != DW_EH_PE_sdata4 || hdr[2] != DW_EH_PE_udata4 ||
+	    hdr[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+		return -ENOENT;
+	memcpy(&count, hdr + 8, sizeof(count));
+	if (!count || (data->d_size - 12) / 8 < count)
+		return -ENOENT;
+	t->fde_starts = malloc(count * sizeof(*t->fde_starts));
+	if (!t->fde_starts)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < count; i++) {
+		int32_t rel;
+
+		memcpy(&rel, hdr + 12 + (size_t)i * 8, sizeof(rel));
+		t->fde_starts[i] = shdr.sh_addr + (int64_t)rel;
+	}
+	t->nfdes = count;
+	return 0;
+}
+
+int cfi_table_build(Elf *elf, struct cfi_table *t)
+{
+	GElf_Shdr shdr;
+	Dwarf_CFI *cfi;
+	size_t cap = 0;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	if (!section_named(elf, ".eh_frame", &shdr))
+		return -ENOENT;
+	t->eh_frame_bytes = shdr.sh_size;
+	err = fde_starts_read(elf, t);
+	if (err)
+		return err;
+	cfi = dwarf_getcfi_elf(elf);
+	if (!cfi) {
+		cfi_table_free(t);
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < t->nfdes && !err; i++)
+		err = rows_of_function(cfi, t->fde_starts[i],
+				       i + 1 < t->nfdes ? t->fde_starts[i + 1] : UINT64_MAX, t, &cap);
+	dwarf_cfi_end(cfi);
+	if (err)
+		cfi_table_free(t);
+	return err;
+}
+
+void cfi_table_free(struct cfi_table *t)
+{
+	free(t->rows);
+	free(t->fde_starts);
+	memset(t, 0, sizeof(*t));
+}
+
+uint64_t cfi_function_start(const struct cfi_table *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->nfdes;
+
+	/* The last start <= addr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->fde_starts[mid] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? t->fde_starts[lo - 1] : 0;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The user-space half of DWARF unwinding: builds each mapped file's rows
+ * once (shared by every process that maps it), and writes each announced
+ * process's executable mappings into the BPF maps the walk reads
+ * (bpf/unwind/dwarf.bpf.h).
+ */
+#ifndef UNWINDER_H
+#define UNWINDER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct unwinder;
+
+/* --unwind */
+enum unwind_mode {
+	UNWIND_AUTO = 0,	/* dwarf where the kernel allows it, else frame pointers */
+	UNWIND_FP,		/* frame pointers only (bpf_get_stack) */
+	UNWIND_DWARF,		/* dwarf, or an error when the kernel cannot */
+};
+
+/* Default number of rows (12 bytes each) the rows map holds. */
+#define UNWIND_ROWS_DEFAULT (1u << 20)
+/* Processes with tables at once. */
+#define UNWIND_PROCS_DEFAULT 4096
+
+/* @rows_fd: the unwind_rows array (@rows_cap rows); @procs_fd: unwind_procs. Takes neither fd. */
+struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd);
+void unwinder_free(struct unwinder *u);
+
+/*
+ * (Re)reads /proc/@tgid/maps, builds the tables of files not seen before and
+ * writes the process's mappings for the walk.  0, or -ESRCH when it is gone.
+ */
+int unwinder_track(struct unwinder *u, uint32_t tgid);
+
+/*
+ * Start of the function holding @file_addr (an ELF virtual address) in the
+ * file with @dev/@ino, from its FDEs; 0 when unknown.  Names functions that
+ * have no symbol.
+ */
+uint64_t unwinder_function_start(const struct unwinder *u, uint64_t dev, uint64_t ino, uint64_t file_addr);
+
+/* One line: files, rows, memory, .eh_frame read, build time, what did not fit. */
+void unwinder_report(const struct unwinder *u, FILE *out);
+
+#endif /* UNWINDER_H */
