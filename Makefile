@@ -58,7 +58,7 @@ LDFLAGS    += -Wl,--gc-sections -flto=auto -O2
 # waits on the network; its snapshots are read by the profilers' own code, built -O2).
 $(BUILD)/user/cmd/%.o $(BUILD)/user/skywalking/%.o: CFLAGS += -Os
 AR         := gcc-ar
-LDLIBS     := -Wl,--start-group -lbpf -lnghttp2 -lprotobuf-nanopb -ldw -lelf -lz -llzma -lbz2 -lzstd \
+LDLIBS     := -Wl,--start-group -lbpf -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lprotobuf-nanopb -ldw -lelf -lz -llzma -lbz2 -lzstd \
               -lpthread -lm -Wl,--end-group
 # What tests/Makefile needs to link against the archive.
 export APERTURE_LIB := $(abspath $(LIB))

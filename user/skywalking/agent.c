@@ -144,6 +144,7 @@ int agent_main(int argc, char **argv)
 	gopts.target = a.o.oap;
 	gopts.cancel = &cli_abort;	/* a second Ctrl-C does not wait for deadlines */
 	gopts.token = a.o.token;
+	gopts.tls = &a.o.tls;
 	gopts.backoff_max_ms = (unsigned int)a.o.backoff_max_ms;
 	gopts.backoff_initial_ms = (unsigned int)min_u64(1000, a.o.backoff_max_ms);
 	a.ch = grpc_channel_new(&gopts);
@@ -152,8 +153,8 @@ int agent_main(int argc, char **argv)
 		goto out;
 	if (a.o.pin_dir && open_pinned(&a))
 		goto out;
-	log_info("agent %s on %s (%s), OAP %s%s", a.agent_id, a.hostname, a.host_ip, a.o.oap,
-		 a.o.token ? ", with a token" : "");
+	log_info("agent %s on %s (%s), OAP %s%s%s", a.agent_id, a.hostname, a.host_ip, a.o.oap,
+		 a.o.tls.enabled ? " over TLS" : "", a.o.token ? ", with a token" : "");
 	agent_loop(&a);
 	agent_shutdown(&a);
 	err = a.fatal ? EXIT_RUNTIME : 0;

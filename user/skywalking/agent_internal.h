@@ -47,6 +47,7 @@ struct agent_opts {
 	uint64_t duration_s;
 	struct profiler_opts prof;	/* each profiler's own options (-F, --min-block-us, ...) */
 	const char *pin_dir;		/* NULL: profilers load per task, nothing pinned */
+	struct tls_opts tls;		/* --tls, --ca, --cert, --key, --insecure-skip-verify */
 };
 
 struct agent_proc {

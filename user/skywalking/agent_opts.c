@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "agent_internal.h"
 #include "cli.h"
 
@@ -16,6 +17,9 @@ enum {
 	OPT_HEARTBEAT, OPT_TASK, OPT_FLUSH, OPT_REPORT_EVERY, OPT_SPOOL, OPT_DEADLINE,
 	OPT_RECONNECT, OPT_PIN,
 };
+
+/* TLS to the OAP, as SkyWalking Rover's reporter.grpc.tls options (codes of 300 up are the profilers'). */
+enum { OPT_TLS = 280, OPT_CA, OPT_CERT, OPT_KEY, OPT_SKIP_VERIFY };
 
 static const struct option agent_options[] = {
 	{ "oap", required_argument, NULL, OPT_OAP },
@@ -34,6 +38,11 @@ static const struct option agent_options[] = {
 	{ "deadline", required_argument, NULL, OPT_DEADLINE },
 	{ "reconnect-max", required_argument, NULL, OPT_RECONNECT },
 	{ "pin", required_argument, NULL, OPT_PIN },
+	{ "tls", no_argument, NULL, OPT_TLS },
+	{ "ca", required_argument, NULL, OPT_CA },
+	{ "cert", required_argument, NULL, OPT_CERT },
+	{ "key", required_argument, NULL, OPT_KEY },
+	{ "insecure-skip-verify", no_argument, NULL, OPT_SKIP_VERIFY },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -51,7 +60,7 @@ static void usage(FILE *out)
 "      --cgroup PATH          in this cgroup v2 (path under /sys/fs/cgroup, or the cgroup path)\n"
 "  Each option may be repeated.\n\n"
 "Reporting:\n"
-"      --oap HOST:PORT        the OAP's gRPC address (plaintext HTTP/2)\n"
+"      --oap HOST:PORT        the OAP's gRPC address (plaintext HTTP/2 unless --tls)\n"
 "      --token-file FILE      authentication token (else $APERTURE_OAP_TOKEN)\n"
 "      --service NAME         service name (default: the host name)\n"
 "      --instance NAME        instance name (default: the process name)\n"
@@ -62,6 +71,12 @@ static void usage(FILE *out)
 "      --spool-size BYTES     data kept while the OAP is unreachable (default 16M)\n"
 "      --deadline S           per-call deadline (default 10)\n"
 "      --reconnect-max S      reconnect backoff cap (default 30)\n\n"
+"TLS (an OAP with gRPCSslEnabled; each option below implies --tls):\n"
+"      --tls                  TLS 1.2 with ALPN h2; the OAP's certificate must be for the\n"
+"                             HOST of --oap and signed by a CA of the system's bundle\n"
+"      --ca FILE              ... or by this CA (PEM)\n"
+"      --cert FILE --key FILE client certificate and its key (PEM), for mutual TLS\n"
+"      --insecure-skip-verify do not check the OAP's certificate (tests only)\n\n"
 "Profiling (each profiler's options, for the tasks it serves):\n");
 	cli_profiler_help(out, CLI_KIND_OPTIONS);
 	fprintf(out,
@@ -159,6 +174,26 @@ static bool add_cgroup(struct agent_opts *o, const char *arg)
 	return true;
 }
 
+/* The TLS files exist and go together; they are parsed when the channel is made. */
+static bool check_tls(const struct tls_opts *t)
+{
+	const char *files[][2] = { { "--ca", t->ca_file }, { "--cert", t->cert_file }, { "--key", t->key_file } };
+
+	if (!t->cert_file != !t->key_file) {
+		log_error("run: --cert and --key go together (mutual TLS)");
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (files[i][1] && access(files[i][1], R_OK)) {
+			log_error("%s %s: %s", files[i][0], files[i][1], strerror(errno));
+			return false;
+		}
+	}
+	if (t->skip_verify)
+		log_warn("--insecure-skip-verify: the OAP's certificate is not checked; anyone between can read and change the data");
+	return true;
+}
+
 /* Checks across options, and reads the token.  0 or an exit code. */
 static int check_args(struct agent_opts *o, const char *token_file)
 {
@@ -172,6 +207,8 @@ static int check_args(struct agent_opts *o, const char *token_file)
 		log_error("run: --oap HOST:PORT is required");
 		return EXIT_USAGE;
 	}
+	if (!check_tls(&o->tls))
+		return EXIT_USAGE;
 	if (!o->npids && !o->nexe && !o->ncgroups) {
 		log_error("run: select processes with --pid, --exe-pattern or --cgroup");
 		return EXIT_USAGE;
@@ -212,6 +249,11 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 		switch (c) {
 		case OPT_OAP: o->oap = optarg; break;
 		case OPT_PIN: o->pin_dir = optarg; break;
+		case OPT_TLS: o->tls.enabled = true; break;
+		case OPT_CA: o->tls.enabled = true; o->tls.ca_file = optarg; break;
+		case OPT_CERT: o->tls.enabled = true; o->tls.cert_file = optarg; break;
+		case OPT_KEY: o->tls.enabled = true; o->tls.key_file = optarg; break;
+		case OPT_SKIP_VERIFY: o->tls.enabled = o->tls.skip_verify = true; break;
 		case OPT_TOKEN_FILE: token_file = optarg; break;
 		case OPT_TOKEN:
 			log_error("--token: a token on the command line shows in ps; use --token-file FILE or APERTURE_OAP_TOKEN");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * gRPC over nghttp2, h2c with prior knowledge.  See grpc.h.
+ * gRPC over nghttp2: h2c with prior knowledge, or TLS (tls.c) with ALPN h2.
+ * See grpc.h.
  *
  * One socket per channel, non-blocking, driven by poll() only while a call is
  * in progress.  Each message on the wire is prefixed by 5 bytes: a compression
@@ -73,6 +74,8 @@ struct grpc_channel {
 	uint64_t next_attempt_ns;	/* CLOCK_MONOTONIC; no connect before */
 	unsigned int rand_state;
 	int fd;
+	struct tls_config *tls_cfg;	/* NULL: plaintext h2c */
+	struct tls_conn *tls;		/* the connection's TLS, with tls_cfg */
 	nghttp2_session *session;
 	bool goaway;			/* the server asked us to go: reconnect next call */
 	bool broken;			/* transport failed: reconnect next call */
@@ -193,6 +196,14 @@ struct grpc_channel *grpc_channel_new(const struct grpc_opts *opts)
 		ch->backoff_max_ms = ch->backoff_initial_ms;
 	ch->backoff_ms = ch->backoff_initial_ms;
 	ch->rand_state = (unsigned int)(now_ns(CLOCK_REALTIME) ^ getpid());
+	/* The CA and client certificate are read now: a bad file is said at start, not per call. */
+	if (opts->tls && opts->tls->enabled) {
+		ch->tls_cfg = tls_config_new(opts->tls);
+		if (!ch->tls_cfg) {
+			grpc_channel_free(ch);
+			return NULL;
+		}
+	}
 	return ch;
 }
 
@@ -292,6 +303,8 @@ static void disconnect(struct grpc_channel *ch)
 	if (ch->session)
 		nghttp2_session_del(ch->session);
 	ch->session = NULL;
+	tls_conn_free(ch->tls);
+	ch->tls = NULL;
 	if (ch->fd >= 0)
 		close(ch->fd);
 	ch->fd = -1;
@@ -304,6 +317,7 @@ void grpc_channel_free(struct grpc_channel *ch)
 	if (!ch)
 		return;
 	disconnect(ch);
+	tls_config_free(ch->tls_cfg);
 	lookup_free(ch->lookup);
 	free(ch->host);
 	free(ch->port);
@@ -392,6 +406,48 @@ fail:
 	return err;
 }
 
+/*
+ * The TLS handshake on the connected socket, until @deadline_ns: GRPC_OK, or
+ * a failure code with why in @st (the caller disconnects).
+ */
+static int start_tls(struct grpc_channel *ch, uint64_t deadline_ns, struct grpc_status *st)
+{
+	ch->tls = tls_conn_new(ch->tls_cfg, ch->fd, ch->host);
+	if (!ch->tls) {
+		set_status(st, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+		return st->code;
+	}
+	for (;;) {
+		int rv = tls_handshake(ch->tls), wait_ms;
+		struct pollfd pfd = { .fd = ch->fd, .events = rv == TLS_WANT_WRITE ? POLLOUT : POLLIN };
+
+		if (rv == 0)
+			return GRPC_OK;
+		if (rv == TLS_FAILED) {
+			set_status(st, GRPC_UNAVAILABLE, "TLS handshake with %s failed: %s", ch->authority,
+				   tls_why(ch->tls));
+			return st->code;
+		}
+		wait_ms = poll_ms_until(deadline_ns);
+		if (wait_ms == 0) {
+			set_status(st, GRPC_UNAVAILABLE, "TLS handshake with %s: no answer in time",
+				   ch->authority);
+			return st->code;
+		}
+		if (ch->cancel && wait_ms > CANCEL_CHECK_MS)
+			wait_ms = CANCEL_CHECK_MS;
+		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR) {
+			set_status(st, GRPC_UNAVAILABLE, "TLS handshake with %s: %s", ch->authority,
+				   strerror(errno));
+			return st->code;
+		}
+		if (cancelled(ch)) {
+			set_status(st, GRPC_CANCELLED, "cancelled: stopping");
+			return st->code;
+		}
+	}
+}
+
 static nghttp2_session_callbacks *session_callbacks(void);
 
 static int start_session(struct grpc_channel *ch)
@@ -470,6 +526,14 @@ static int ensure_connected(struct grpc_channel *ch, uint64_t deadline_ns, struc
 		return GRPC_UNAVAILABLE;
 	}
 	ch->fd = fd;
+	if (ch->tls_cfg) {
+		rv = start_tls(ch, conn_deadline, st);
+		if (rv) {
+			disconnect(ch);
+			schedule_backoff(ch);
+			return rv;
+		}
+	}
 	rv = start_session(ch);
 	if (rv) {
 		disconnect(ch);
@@ -486,8 +550,19 @@ static ssize_t on_send(nghttp2_session *session, const uint8_t *data, size_t len
 		       void *user_data)
 {
 	struct grpc_channel *ch = user_data;
-	ssize_t n = send(ch->fd, data, length, MSG_NOSIGNAL);
+	ssize_t n;
 
+	if (ch->tls) {
+		/* After WOULDBLOCK nghttp2 offers the same bytes again, as mbedTLS wants. */
+		n = tls_send(ch->tls, data, length);
+		if (n > 0)
+			return n;
+		if (n == TLS_WANT_READ || n == TLS_WANT_WRITE)
+			return NGHTTP2_ERR_WOULDBLOCK;
+		mark_broken(ch, tls_why(ch->tls));
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	}
+	n = send(ch->fd, data, length, MSG_NOSIGNAL);
 	if (n >= 0)
 		return n;
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
@@ -615,6 +690,40 @@ static nghttp2_session_callbacks *session_callbacks(void)
 /* ---- the event loop ---- */
 
 /*
+ * Reads what arrived into @buf: bytes (> 0), -EAGAIN when nothing (yet: a
+ * TLS record may come in pieces), or -EPIPE with the channel marked broken.
+ */
+static ssize_t transport_recv(struct grpc_channel *ch, uint8_t *buf, size_t len)
+{
+	ssize_t n;
+
+	if (ch->tls) {
+		n = tls_recv(ch->tls, buf, len);
+		if (n == TLS_WANT_READ || n == TLS_WANT_WRITE)
+			return -EAGAIN;
+		if (n == TLS_FAILED) {
+			mark_broken(ch, tls_why(ch->tls));
+			return -EPIPE;
+		}
+	} else {
+		n = recv(ch->fd, buf, len, 0);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return -EAGAIN;
+	}
+	if (n <= 0) {
+		mark_broken(ch, n == 0 ? "connection closed by server" : strerror(errno));
+		return -EPIPE;
+	}
+	return n;
+}
+
+/* TLS may hold decrypted bytes that poll() cannot see. */
+static bool bytes_waiting(const struct grpc_channel *ch)
+{
+	return ch->tls && tls_pending(ch->tls);
+}
+
+/*
  * Sends what nghttp2 has queued and feeds it what arrives, until @done says
  * so, the deadline passes (-ETIMEDOUT) or the connection fails (-EPIPE, and
  * the channel is marked broken).  @done NULL with deadline 0: one
@@ -645,10 +754,10 @@ static int pump(struct grpc_channel *ch, uint64_t deadline_ns, bool (*done)(cons
 		}
 		if (nghttp2_session_want_write(ch->session))
 			pfd.events |= POLLOUT;
-		wait_ms = poll_ms_until(deadline_ns);
+		wait_ms = bytes_waiting(ch) ? 0 : poll_ms_until(deadline_ns);
 		if (ch->cancel && wait_ms > CANCEL_CHECK_MS)
 			wait_ms = CANCEL_CHECK_MS;
-		rv = poll(&pfd, 1, wait_ms);
+		rv = bytes_waiting(ch) ? 1 : poll(&pfd, 1, wait_ms);
 		if (cancelled(ch))
 			return -ECANCELED;
 		if (rv < 0 && errno == EINTR)
@@ -661,15 +770,13 @@ static int pump(struct grpc_channel *ch, uint64_t deadline_ns, bool (*done)(cons
 			continue;	/* a slice, not the deadline */
 		if (rv == 0)
 			return done ? -ETIMEDOUT : 0;
-		if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+		if (!bytes_waiting(ch) && !(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
-		n = recv(ch->fd, in, sizeof(in), 0);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		n = transport_recv(ch, in, sizeof(in));
+		if (n == -EAGAIN)
 			continue;
-		if (n <= 0) {
-			mark_broken(ch, n == 0 ? "connection closed by server" : strerror(errno));
+		if (n < 0)
 			return -EPIPE;
-		}
 		rv = (int)nghttp2_session_mem_recv(ch->session, in, (size_t)n);
 		if (rv < 0) {
 			mark_broken(ch, nghttp2_strerror(rv));
@@ -733,7 +840,7 @@ static int32_t submit_request(struct grpc_channel *ch, struct grpc_call *call, c
 		snprintf(timeout, sizeof(timeout), "%uS", timeout_ms / 1000);
 	nghttp2_nv hdrs[] = {
 		NV(":method", "POST"),
-		NV(":scheme", "http"),
+		NV(":scheme", ch->tls ? "https" : "http"),
 		NV(":path", path),
 		NV(":authority", ch->authority),
 		NV("content-type", "application/grpc"),

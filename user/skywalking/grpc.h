@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A small gRPC client: HTTP/2 over plain TCP with prior knowledge (h2c), on
- * nghttp2.  Unary calls and client-streaming calls, one call at a time per
+ * A small gRPC client: HTTP/2 on nghttp2, over plain TCP with prior knowledge
+ * (h2c) or over TLS with ALPN h2 (tls.h).  Unary calls and client-streaming calls, one call at a time per
  * channel.  Messages are opaque bytes here: callers encode and decode them.
  *
  * A channel connects lazily and reconnects by itself: after a failed connect
@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "tls.h"
 
 /* gRPC status codes (grpc/status.h). */
 enum grpc_code {
@@ -45,6 +46,7 @@ struct grpc_opts {
 	unsigned int backoff_max_ms;	/* cap; 0: 30000 */
 	unsigned int connect_timeout_ms;	/* 0: 5000 */
 	const volatile int *cancel;	/* once *cancel is set, calls in progress end (CANCELLED) */
+	const struct tls_opts *tls;	/* NULL or !enabled: h2c */
 };
 
 struct grpc_status {
@@ -62,7 +64,12 @@ struct grpc_buf {
 struct grpc_channel;
 struct grpc_call;
 
-/* Parses the target; connects on the first call.  NULL on a bad target (logged). */
+/*
+ * Parses the target and reads the TLS files; connects on the first call.
+ * NULL on a bad target or TLS file (one logged line).  A failed TLS
+ * handshake (certificate not trusted, wrong name) fails calls with
+ * UNAVAILABLE and the reason, and is retried after the backoff.
+ */
 struct grpc_channel *grpc_channel_new(const struct grpc_opts *opts);
 void grpc_channel_free(struct grpc_channel *ch);
 
