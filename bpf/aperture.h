@@ -15,7 +15,7 @@
  * Bump when any map's key/value layout or the control struct changes: a daemon
  * that finds pinned maps of another version refuses to mix them.
  */
-#define APERTURE_LAYOUT_VERSION 4
+#define APERTURE_LAYOUT_VERSION 5
 
 /* perf_event_max_stack's default; a stack value is depth * 8 bytes. */
 #define APERTURE_MAX_DEPTH 127
@@ -108,7 +108,8 @@ struct aperture_control {
 	LOSS(STAT_NO_COUNTS_MAP, "no counts map")	/* never expected */		\
 	LOSS(STAT_OTHER, "other errors")						\
 	X(STAT_RAW_SENT, "raw events sent")	/* into the events ring buffer */	\
-	X(STAT_RAW_LOST, "raw events lost (ring buffer full)")
+	X(STAT_RAW_LOST, "raw events lost (ring buffer full)")			\
+	X(STAT_WAIT_UNFINISHED, "waits unfinished at exit")	/* a begin whose end never came */
 
 #define APERTURE_STAT_ENUM(id, what) id,
 enum aperture_stat {
@@ -152,7 +153,10 @@ struct aperture_raw_event {
 	__u64 kernel_stack_id;
 	__u64 object;		/* lock address, syscall number */
 	__u64 duration_ns;	/* lock wait, syscall latency */
-	__s64 ret;		/* syscall return value */
+	union {
+		__s64 ret;		/* syscall return value */
+		__u64 hold_ns;		/* lock hold (--lock-hold), 0: not measured */
+	};
 	char comm[APERTURE_COMM_LEN];
 };
 

@@ -130,4 +130,11 @@ int probe_uprobe(struct pt_regs *ctx)
 	return 0;
 }
 
+/* As locks.bpf.c's --lock-hold programs attach. */
+SEC("fentry/mutex_unlock")
+int BPF_PROG(probe_fentry, struct mutex *lock)
+{
+	return lock != 0;
+}
+
 char LICENSE[] SEC("license") = "GPL";

@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Lock contention (--locks) against lockburn, whose answers are known: the
-# threads time their own waits for big_lock; condvar waits are not mutex
-# contention; an uncontended mutex never reaches the kernel; mmap/munmap
-# threads contend on their mm's mmap_lock in the kernel.
+# threads time their own waits for big_lock (and for pi_lock, a
+# priority-inheritance mutex); condvar waits are not mutex contention; an
+# uncontended mutex never reaches the kernel; mmap/munmap threads contend on
+# their mm's mmap_lock in the kernel; every lock is held 50 us (--lock-hold).
 . "$(dirname "$0")/../lib.sh"
 require_root
 require_aperture
@@ -51,4 +52,50 @@ ap_ok "--lock-side user" side record --locks --lock-side user -d 30 -o "$TMP/sid
 is "user side only: no mmap_lock" "$(lock_weight "$TMP/side.folded" '^mmap_lock')" 0
 run_ap badside record --locks --lock-side sideways -d 1
 is "--lock-side with a bad value exits 2" "$AP_RC" 2
+
+# 6. A PTHREAD_PRIO_INHERIT mutex is contended in futex(FUTEX_LOCK_PI) on the
+#    mutex itself: its own kind, and the threads' own wait again.
+ap_ok "--locks -- lockburn pimutex" pi record --locks -d 30 -o "$TMP/pi.folded" -- "$WL/lockburn" pimutex 3 4
+want=$(kv "$TMP/pi.out" wait_ns)
+got=$(lock_weight "$TMP/pi.folded" '^pi_lock:pthread_mutex_pi$')
+diag "pi_lock: aperture ${got} ns, the threads measured ${want} ns"
+ge "the PI threads waited" "${want:-0}" 500000000
+is_within "delay of pi_lock:pthread_mutex_pi = the threads' own wait (15%)" "$want" "$got" "$(( ${want:-0} * 15 / 100 ))"
+is "no PI wait is a plain pthread_mutex" "$(lock_weight "$TMP/pi.folded" '^pi_lock:pthread_mutex$')" 0
+
+# 7. A process exits while a thread waits for a mutex (main holds it ~200 ms,
+#    then _exit): the wait is counted, as ended (interrupted) or as unfinished
+#    at exit, never lost without a word.
+ap_ok "--locks -- lockburn exitwait" ew record --locks -d 30 -o "$TMP/ew.folded" -- "$WL/lockburn" exitwait
+ended=$(lock_weight "$TMP/ew.folded" ':pthread_mutex$')
+unfinished=$(sed -n 's/.*waits unfinished at exit: \([0-9]*\).*/\1/p' "$TMP/ew.err")
+diag "the exiting waiter: ${ended} ns counted as a wait, ${unfinished:-0} unfinished at exit"
+ok "the exiting waiter's wait is counted (>= 150 ms) or reported unfinished" \
+	awk -v e="$ended" -v u="${unfinished:-0}" 'BEGIN { exit !(e >= 150000000 || u >= 1) }'
+
+# 8. --lock-hold: a uprobe on libc's pthread_mutex_unlock times holds of the
+#    mutexes taken after a contended wait; lockburn holds big_lock >= 50 us.
+ap_ok "--locks --lock-hold --events" hold record --locks --lock-hold --lock-threshold-us 1 --events "$TMP/hold.ev" \
+	--weight hold -o "$TMP/hold.folded" -o "$TMP/hold.pb.gz" -- "$WL/lockburn" mutex 3 4
+if grep -q '^  fentry  *yes' <("$APERTURE" doctor 2>/dev/null); then kline=0; else kline=1; fi
+is "kernel holds without trampolines: one line says so" "$(grep -c 'no kernel lock hold times' "$TMP/hold.err")" "$kline"
+"$APERTURE" events --json "$TMP/hold.ev" >"$TMP/hold.json"
+holds() { /usr/bin/python3 -c '
+import json, sys
+h = sorted(next(iter(json.loads(l).values()))["hold_time_ns"] for l in open(sys.argv[1]))
+h = [x for x in h if x]
+print(eval(sys.argv[2]))' "$TMP/hold.json" "$1"; }
+diag "holds: $(holds '"%d timed, min %d, median %d, max %d ns" % (len(h), h[0], h[len(h) // 2], h[-1]) if h else "none"')"
+ge "Lock records with a hold time" "$(holds 'len(h)')" 50
+ge "every hold covers the 50 us critical section" "$(holds 'h[0] if h else 0')" 50000
+ok "the median hold is the critical section, not more (50..500 us)" \
+	awk -v m="$(holds 'h[len(h) // 2] if h else 0')" 'BEGIN { exit !(m >= 50000 && m <= 500000) }'
+# The aggregate and the records come from the same unlocks (every wait is over 1 us).
+is_within "the hold total in the profile = the records' holds (1%)" "$(holds 'sum(h)')" \
+	"$(lock_weight "$TMP/hold.folded" '^big_lock:pthread_mutex$')" "$(( $(holds 'sum(h)') / 100 ))"
+ok "pprof: a hold sample type" sh -c "go tool pprof -symbolize=none -sample_index=hold -top '$TMP/hold.pb.gz' 2>/dev/null | grep -q 'big_lock:pthread_mutex'"
+ok "pprof without --lock-hold has no hold type" sh -c "! go tool pprof -symbolize=none -sample_index=hold -top '$TMP/mutex.pb.gz' >/dev/null 2>&1"
+ap_ok "--lock-hold, uncontended" uhold record --locks --lock-hold -d 30 -o "$TMP/uhold.folded" -- "$WL/lockburn" uncontended 100000
+is "100k uncontended pairs under --lock-hold: no entries" "$(grep -c '^lockburn;' "$TMP/uhold.folded")" 0
+diag "uprobe cost: 100k uncontended pairs took $(kv "$TMP/uhold.out" ns) ns under --lock-hold, $(kv "$TMP/unc.out" ns) ns for 10M without"
 done_testing

@@ -8,9 +8,13 @@
  *                                    blocked in pthread_mutex_lock) and locks=N
  *   lockburn condvar SECONDS         two threads ping-pong on a condvar (waits
  *                                    that are not mutex contention)
+ *   lockburn pimutex SECONDS THREADS the same on pi_lock, a PTHREAD_PRIO_INHERIT
+ *                                    mutex (contended: futex(FUTEX_LOCK_PI))
  *   lockburn uncontended N           N lock/unlock pairs on one thread; prints ns=N
  *   lockburn mmap SECONDS THREADS    threads mmap/munmap in a loop: they contend
  *                                    on the process's mmap_lock in the kernel
+ *   lockburn exitwait                a thread blocks on a held mutex when the
+ *                                    process exits (a wait that never ends)
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -18,9 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <time.h>
 
 static pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pi_lock;		/* PTHREAD_PRIO_INHERIT, set up in main */
+static pthread_mutex_t *contended = &big_lock;
 static pthread_mutex_t cv_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static volatile uint64_t sink;
@@ -48,12 +55,12 @@ __attribute__((noinline)) static void contend(void)
 {
 	uint64_t t0 = now_ns(), waited;
 
-	pthread_mutex_lock(&big_lock);
+	pthread_mutex_lock(contended);
 	waited = now_ns() - t0;
 	total_wait_ns += waited;	/* under the lock: no race */
 	total_locks++;
 	spin_ns(50000);
-	pthread_mutex_unlock(&big_lock);
+	pthread_mutex_unlock(contended);
 	spin_ns(5000);
 }
 
@@ -110,6 +117,35 @@ static void *cv_thread(void *arg)
 	return NULL;
 }
 
+static void *exit_waiter(void *arg)
+{
+	pthread_mutex_lock(&big_lock);	/* held by main until the process is gone */
+	return NULL;
+}
+
+/* The process exits while a thread waits for big_lock. */
+static void exit_while_waiting(void)
+{
+	pthread_t t;
+
+	pthread_mutex_lock(&big_lock);
+	pthread_create(&t, NULL, exit_waiter, NULL);
+	spin_ns(200 * 1000 * 1000);	/* the waiter is parked in the kernel by now */
+	printf("exiting\n");
+	fflush(stdout);
+	_exit(0);
+}
+
+static void pi_init(void)
+{
+	pthread_mutexattr_t attr;
+
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
+	pthread_mutex_init(&pi_lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+}
+
 static void run_threads(void *(*fn)(void *), int n)
 {
 	pthread_t t[64];
@@ -128,10 +164,16 @@ int main(int argc, char **argv)
 	run_seconds = argc > 2 ? atof(argv[2]) : 3;
 	if (threads < 1 || threads > 64)
 		threads = 4;
-	if (!strcmp(mode, "mutex")) {
+	if (!strcmp(mode, "mutex") || !strcmp(mode, "pimutex")) {
+		if (!strcmp(mode, "pimutex")) {
+			pi_init();
+			contended = &pi_lock;
+		}
 		run_threads(mutex_thread, threads);
 		printf("wait_ns=%llu locks=%llu\n", (unsigned long long)total_wait_ns,
 		       (unsigned long long)total_locks);
+	} else if (!strcmp(mode, "exitwait")) {
+		exit_while_waiting();
 	} else if (!strcmp(mode, "mmap")) {
 		run_threads(mmap_thread, threads);
 	} else if (!strcmp(mode, "condvar")) {
@@ -148,7 +190,7 @@ int main(int argc, char **argv)
 		}
 		printf("ns=%llu\n", (unsigned long long)(now_ns() - t0));
 	} else {
-		fprintf(stderr, "usage: lockburn mutex|condvar|uncontended|mmap ...\n");
+		fprintf(stderr, "usage: lockburn mutex|pimutex|condvar|uncontended|mmap|exitwait ...\n");
 		return 2;
 	}
 	return 0;

@@ -43,6 +43,10 @@ static const struct ability extra_abilities[] = {
 	  "snapshots walk the maps key by key (slower, same result)" },
 	{ "uprobes", "uprobes (user-space locks, GPU launches)", FEAT_BIT(FEAT_UPROBE),
 	  "those profilers cannot attach" },
+	{ "user_lock_hold", "user mutex hold times (--locks --lock-hold)", FEAT_BIT(FEAT_UPROBE),
+	  "--lock-hold measures nothing" },
+	{ "kernel_lock_hold", "kernel lock hold times (--locks --lock-hold)", FEAT_BIT(FEAT_FENTRY),
+	  "user mutex holds only" },
 };
 
 struct system_facts {

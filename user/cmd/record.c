@@ -98,7 +98,8 @@ static void usage(FILE *out)
 "                           stacks, .svg flame graph. With several profilers, each file\n"
 "                           name gets the profiler inserted: p.oncpu.svg, p.offcpu.svg\n"
 "      --format F           force the format of every output: %s\n"
-"      --weight W           folded/svg weight: samples (on-CPU), time or switches (off-CPU)\n"
+"      --weight W           folded/svg weight: samples (on-CPU), time or switches (off-CPU),\n"
+"                           contentions, delay or hold (locks), calls or latency (syscalls)\n"
 "      --top N              print the N hottest functions (default 15, 0: none)\n"
 "      --events FILE        also write raw events as they come (read them with aperture\n"
 "                           events FILE): CpuSample with --raw-samples, Syscall over\n"
@@ -108,6 +109,18 @@ static void usage(FILE *out)
 }
 
 static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt *g);
+
+/* --weight W: "time", or the name of a value some profiler carries (samples, switches, delay, hold, ...). */
+static bool weight_known(const char *weight)
+{
+	if (strcmp(weight, "time") == 0)
+		return true;
+	for (int i = 0; profilers[i]; i++)
+		for (int v = 0; v < profilers[i]->nvalues; v++)
+			if (strcmp(weight, profilers[i]->value_types[v].type) == 0)
+				return true;
+	return false;
+}
 
 /* Returns 0 to go on, or an exit code (0 after --help). */
 static int parse_args(struct record_opts *o, int argc, char **argv)
@@ -136,8 +149,9 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 				return EXIT_USAGE;
 			break;
 		case OPT_WEIGHT:
-			if (strcmp(optarg, "samples") && strcmp(optarg, "time") && strcmp(optarg, "switches")) {
-				log_error("--weight: '%s' is not one of samples, time, switches", optarg);
+			if (!weight_known(optarg)) {
+				log_error("--weight: '%s' is not time or a profile's value (samples, switches, "
+					  "contentions, delay, hold, calls, latency)", optarg);
 				return EXIT_USAGE;
 			}
 			o->weight = optarg;
@@ -448,6 +462,7 @@ static void report_stats(struct record_run *run)
 		fprintf(stderr, "aperture: %s: %" PRIu64 " %s, %" PRIu64 " lost%s%s%s\n",
 			p->ops->name, p->drained_events, p->ops->value_types[0].type,
 			profiler_lost(stats), len ? " (" : "", detail, len ? ")" : "");
+		profiler_unwind_report(p, stderr);
 	}
 }
 

@@ -42,6 +42,7 @@ static int probe_iter_map_elem(const char **step);
 static int probe_uprobe(const char **step);
 static int probe_bpffs(const char **step);
 static int probe_tracefs(const char **step);
+static int probe_fentry(const char **step);
 
 static const struct feature_desc descs[FEAT_MAX] = {
 	[FEAT_BTF] = { "btf", "kernel BTF (/sys/kernel/btf/vmlinux)", NULL, probe_btf },
@@ -70,6 +71,8 @@ static const struct feature_desc descs[FEAT_MAX] = {
 	[FEAT_BPFFS] = { "bpffs", "bpffs at /sys/fs/bpf (mounted or mountable)", NULL, probe_bpffs },
 	[FEAT_TRACEFS] = { "tracefs", "tracefs (mounted or mountable; aperture does not need it)", NULL,
 			   probe_tracefs },
+	[FEAT_FENTRY] = { "fentry", "fentry programs (BPF trampolines; locks --lock-hold, kernel side)", NULL,
+			  probe_fentry },
 	[FEAT_DWARF_UNWIND] = { "dwarf_unwind", "bpf_loop + bpf_task_pt_regs in perf_event programs (--unwind dwarf, 5.17+)",
 				"probe_dwarf_unwind" },
 };
@@ -352,6 +355,25 @@ static int probe_uprobe(const char **step)
 		err = ENOEXEC;
 	bpf_link__destroy(link);
 out:
+	probe_bpf__destroy(skel);
+	return err;
+}
+
+/* Trampolines: some kernels refuse them at load, others only at attach. */
+static int probe_fentry(const char **step)
+{
+	const char *progs[] = { "probe_fentry", NULL };
+	struct probe_bpf *skel = probe_load(progs, step);
+	struct bpf_link *link;
+	int err = 0;
+
+	if (!skel)
+		return errno;
+	*step = "attach";
+	link = bpf_program__attach(skel->progs.probe_fentry);
+	if (!link)
+		err = errno;
+	bpf_link__destroy(link);
 	probe_bpf__destroy(skel);
 	return err;
 }

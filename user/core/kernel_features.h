@@ -33,6 +33,7 @@ enum feature {
 	FEAT_TP_SYS_EXIT,	/* tp_btf/sys_exit */
 	FEAT_BPFFS,		/* bpffs mounted, or mountable */
 	FEAT_TRACEFS,		/* tracefs mounted, or mountable */
+	FEAT_FENTRY,		/* fentry programs (BPF trampolines), loaded and attached */
 	FEAT_DWARF_UNWIND,	/* bpf_loop and bpf_task_pt_regs in perf_event programs (--unwind dwarf) */
 	FEAT_MAX,
 };

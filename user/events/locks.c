@@ -5,10 +5,14 @@
  * and the lock is the leaf frame: its name where the kernel or the ELF file
  * tells, else its address and the code that contends for it.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
 #include "datasym.h"
@@ -19,18 +23,183 @@
 
 _Static_assert(sizeof(struct locks_config) <= PROFILER_CONFIG_MAX, "locks_config too big");
 
+/*
+ * --lock-hold on the sides that can be timed here, said once: user mutexes
+ * need uprobes, kernel locks need trampolines (fentry), which some kernels
+ * refuse.  Adjusts @cfg before it is written to the kernel.
+ */
+static void hold_sides(struct locks_config *cfg)
+{
+	char why[128];
+
+	cfg->hold_user &= cfg->user;
+	cfg->hold_kernel &= cfg->kernel;
+	if (cfg->hold_user && !feature_has(FEAT_UPROBE)) {
+		log_warn("locks: --lock-hold: no user mutex hold times: this kernel lacks %s",
+			 feature_missing(FEAT_UPROBE, why, sizeof(why)));
+		cfg->hold_user = 0;
+	}
+	if (cfg->hold_kernel && !feature_has(FEAT_FENTRY)) {
+		log_warn("locks: --lock-hold: no kernel lock hold times: this kernel lacks %s%s",
+			 feature_missing(FEAT_FENTRY, why, sizeof(why)),
+			 cfg->hold_user ? "; user mutex holds only" : "");
+		cfg->hold_kernel = 0;
+	}
+}
+
 static int locks_open(struct profiler *p, const struct profiler_opts *o)
 {
-	const struct locks_config *cfg = profiler_config(o, p->ops);
-	int err = PROFILER_OPEN_SKEL_PREPARED(p, locks, ({
+	struct locks_config *cfg = profiler_config(&p->opts, p->ops);
+	int err;
+
+	hold_sides(cfg);
+	err = PROFILER_OPEN_SKEL_PREPARED(p, locks, ({
 		/* A side switched off is not even loaded. */
 		bpf_program__set_autoload(__skel->progs.lock_begin, cfg->kernel);
 		bpf_program__set_autoload(__skel->progs.lock_end, cfg->kernel);
 		bpf_program__set_autoload(__skel->progs.futex_begin, cfg->user);
 		bpf_program__set_autoload(__skel->progs.futex_end, cfg->user);
+		bpf_program__set_autoload(__skel->progs.mutex_unlock_user, cfg->hold_user);
+		bpf_program__set_autoload(__skel->progs.mutex_unlock_kernel, cfg->hold_kernel);
+		bpf_program__set_autoload(__skel->progs.up_read_kernel, cfg->hold_kernel);
+		bpf_program__set_autoload(__skel->progs.up_write_kernel, cfg->hold_kernel);
 	}));
-
 	return err;
+}
+
+/* "libc.so.6", "libc-2.31.so": the C library, whose pthread_mutex_unlock the targets call. */
+static bool is_libc(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return strncmp(base, "libc.so", 7) == 0 || (strncmp(base, "libc-", 5) == 0 && strstr(base, ".so"));
+}
+
+/*
+ * The libc @pid maps, as a path that reaches it from here: through
+ * /proc/PID/root, so that a container's own libc is the one probed.
+ */
+static bool libc_of_pid(int pid, char *path, size_t len)
+{
+	char maps[64], line[PATH_MAX + 256];
+	bool found = false;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+
+		if (!file)
+			continue;
+		file[strcspn(file, "\n")] = 0;
+		found = is_libc(file) && snprintf(path, len, "/proc/%d/root%s", pid, file) < (int)len;
+	}
+	fclose(f);
+	return found;
+}
+
+/* The host's own libc: where a command that is not started yet will find it. */
+static bool host_libc(char *path, size_t len)
+{
+	static const char *const candidates[] = {
+#if defined(__x86_64__)
+		"/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6",
+#elif defined(__aarch64__)
+		"/lib/aarch64-linux-gnu/libc.so.6", "/usr/lib/aarch64-linux-gnu/libc.so.6",
+#endif
+		"/lib64/libc.so.6", "/usr/lib64/libc.so.6", "/lib/libc.so.6", "/usr/lib/libc.so.6",
+	};
+
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++)
+		if (access(candidates[i], R_OK) == 0)
+			return snprintf(path, len, "%s", candidates[i]) < (int)len;
+	return false;
+}
+
+/* uprobes already attached: one per (libc file, pid), whatever path reached the file. */
+#define MAX_UNLOCK_PROBES 512
+struct unlock_probes {
+	struct { dev_t dev; ino_t ino; int pid; } done[MAX_UNLOCK_PROBES];
+	int n;
+	int failed;
+};
+
+/* Attaches the unlock uprobe to @path's pthread_mutex_unlock for @pid (-1: every process). */
+static void attach_unlock(struct profiler *p, struct unlock_probes *up, const char *path, int pid)
+{
+	struct locks_bpf *skel = p->skel;
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "pthread_mutex_unlock");
+	struct bpf_link *link;
+	struct stat st;
+
+	if (stat(path, &st) || up->n >= MAX_UNLOCK_PROBES)
+		return;
+	for (int i = 0; i < up->n; i++)
+		if (up->done[i].dev == st.st_dev && up->done[i].ino == st.st_ino && up->done[i].pid == pid)
+			return;
+	link = bpf_program__attach_uprobe_opts(skel->progs.mutex_unlock_user, pid, path, 0, &uo);
+	if (profiler_add_link(p, link)) {
+		log_warn("locks: --lock-hold: cannot probe pthread_mutex_unlock in %s: %s", path, strerror(errno));
+		up->failed++;
+		return;
+	}
+	log_info("locks: --lock-hold: pthread_mutex_unlock probed in %s (%s %d)", path,
+		 pid < 0 ? "every process" : "pid", pid);
+	up->done[up->n].dev = st.st_dev;
+	up->done[up->n].ino = st.st_ino;
+	up->done[up->n++].pid = pid;
+}
+
+/*
+ * The uprobes for --lock-hold: on each target's libc, for that target only
+ * (a uprobe traps on every call: other processes must not pay for it); a
+ * target without one mapped yet (the command about to exec) gets the host's
+ * libc.  The whole machine: every libc some process maps, for everyone.
+ */
+static int attach_unlock_probes(struct profiler *p)
+{
+	struct unlock_probes *up = calloc_logged(1, sizeof(*up));
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *proc;
+
+	if (!up)
+		return -ENOMEM;
+	for (int i = 0; i < p->opts.npids; i++) {
+		int pid = (int)p->opts.pids[i];
+
+		if (libc_of_pid(pid, path, sizeof(path)) || host_libc(path, sizeof(path)))
+			attach_unlock(p, up, path, pid);
+	}
+	if (!p->opts.npids && !p->opts.targets_only) {
+		if (host_libc(path, sizeof(path)))
+			attach_unlock(p, up, path, -1);
+		proc = opendir("/proc");
+		while (proc && (de = readdir(proc)))
+			if (de->d_name[0] >= '1' && de->d_name[0] <= '9' &&
+			    libc_of_pid(atoi(de->d_name), path, sizeof(path)))
+				attach_unlock(p, up, path, -1);
+		if (proc)
+			closedir(proc);
+	}
+	if (!up->n && !up->failed && (p->opts.npids || !p->opts.targets_only))
+		log_warn("locks: --lock-hold: no libc found to probe: no user mutex hold times");
+	free(up);
+	return 0;
+}
+
+static int locks_attach(struct profiler *p)
+{
+	const struct locks_config *cfg = profiler_config(&p->opts, p->ops);
+	int err = profiler_attach_tracing(p);
+
+	if (err || !cfg->hold_user || !p->skel)
+		return err;
+	return attach_unlock_probes(p);
 }
 
 static void locks_close(struct profiler *p)
@@ -38,17 +207,30 @@ static void locks_close(struct profiler *p)
 	locks_bpf__destroy(p->skel);
 }
 
-/* { contentions, wait ns, max, flags | interrupted } -> { contentions, delay ns } */
+/* struct locks_value -> { contentions, delay ns[, hold ns] } */
 static void locks_to_values(const struct profiler *p, const uint64_t *raw, uint64_t *values)
 {
-	values[0] = raw[0];
-	values[1] = raw[1];
+	const struct locks_value *v = (const void *)raw;
+
+	values[0] = v->contentions;
+	values[1] = v->wait_ns;
+	values[2] = v->hold_ns;	/* a third value only with --lock-hold (locks_nvalues) */
+}
+
+/* Hold time is a sample type only when measured: a column of zeros would read as "no hold". */
+static int locks_nvalues(const struct profiler *p)
+{
+	const struct locks_config *cfg = profiler_config(&p->opts, p->ops);
+
+	return cfg->hold_user || cfg->hold_kernel ? 3 : 2;
 }
 
 static const char *lock_kind(uint32_t flags)
 {
 	if (flags & LOCK_F_USER_MUTEX)
 		return "pthread_mutex";
+	if (flags & LOCK_F_USER_PI)
+		return "pthread_mutex_pi";
 	if (flags & LOCK_F_USER_WAIT)
 		return "futex_wait";
 	if (flags & LOCK_F_RT)
@@ -118,7 +300,7 @@ static char *locks_object_name(const struct profile *p, const struct profile_sam
 		n = asprintf(&name, "mmap_lock:%s", kind);
 	else if (v->flags & LOCK_F_SIGLOCK)
 		n = asprintf(&name, "siglock:%s", kind);
-	else if ((v->flags & (LOCK_F_USER_MUTEX | LOCK_F_USER_WAIT)) &&
+	else if ((v->flags & (LOCK_F_USER_MUTEX | LOCK_F_USER_PI | LOCK_F_USER_WAIT)) &&
 		 data_symbol_name(s->tgid, s->object, sym, sizeof(sym)) == 0)
 		n = asprintf(&name, "%s:%s", sym, kind);
 	else if ((caller = kernel_caller(s)))
@@ -161,12 +343,22 @@ static bool parse_side(const char *arg, void *config)
 	return false;
 }
 
+static bool parse_hold(const char *arg, void *config)
+{
+	struct locks_config *cfg = config;
+
+	cfg->hold_user = cfg->hold_kernel = 1;
+	return true;
+}
+
 static const struct profiler_option locks_options[] = {
 	{ "lock-min-us", 0, "N", "locks: ignore waits shorter than N us (default 0)", parse_min_wait },
 	{ "lock-side", 0, "S", "locks: kernel (lock:contention_*), user (futex waits) or both (default)",
 	  parse_side },
 	{ "lock-threshold-us", 0, "US", "locks: lock waits over US us as Lock records (--events FILE)",
 	  parse_threshold },
+	{ "lock-hold", 0, NULL, "locks: also time how long contended locks are held (a uprobe on "
+	  "pthread_mutex_unlock: ~1 us per unlock)", parse_hold },
 	{ NULL },
 };
 
@@ -179,17 +371,19 @@ const struct profiler_ops profiler_locks = {
 	.options = locks_options,
 	.config_size = sizeof(struct locks_config),
 	.config_defaults = locks_defaults,
-	.nraw = 4,
+	.nraw = sizeof(struct locks_value) / sizeof(uint64_t),
 	.folded_raw = 1,
 	.needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_TASK_STORAGE) | FEAT_BIT(FEAT_TP_SCHED_EXEC) |
 		 FEAT_BIT(FEAT_RINGBUF) | FEAT_BIT(FEAT_TP_CONTENTION) | FEAT_BIT(FEAT_TP_SYS_ENTER) |
 		 FEAT_BIT(FEAT_TP_SYS_EXIT),
-	.nvalues = 2,
-	.value_types = { { "contentions", "count" }, { "delay", "nanoseconds" } },
+	.nvalues = 3,
+	.nvalues_of = locks_nvalues,
+	.value_types = { { "contentions", "count" }, { "delay", "nanoseconds" }, { "hold", "nanoseconds" } },
 	.default_value = 1,
 	.period_type = { "contentions", "count" },
 	.to_values = locks_to_values,
 	.object_name = locks_object_name,
 	.open = locks_open,
+	.attach = locks_attach,
 	.close = locks_close,
 };

@@ -125,7 +125,7 @@ void event_stream_raw(const struct aperture_raw_event *ev, void *stream)
 		nk = add_stack(s, p, ev->hdr.tgid, ev->kernel_stack_id, true, 0);
 		nu = add_stack(s, p, ev->hdr.tgid, ev->user_stack_id, false, nk);
 		e.lock.lock_addr = ev->object;
-		e.lock.hold_time_ns = 0;	/* not measured (yet) */
+		e.lock.hold_time_ns = ev->hold_ns;	/* --lock-hold; else 0: not measured */
 		e.lock.wait_time_ns = ev->duration_ns;
 		e.lock.stack_trace = (struct pe_u64s){ s->ips, nk + nu };
 		e.lock.comm = comm;
