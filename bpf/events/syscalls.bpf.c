@@ -61,6 +61,18 @@ static __always_inline __u32 hist_slot(__u64 ns)
 	return slot;
 }
 
+/* --syscall-filter: is syscall @id one of those kept? */
+static __always_inline bool syscall_kept(const struct syscalls_config *cfg, long id)
+{
+	if (!cfg->only_set)
+		return true;
+	__u64 nr = (__u64)id;	/* a negative id becomes huge: not kept */
+
+	if (nr >= SYSCALL_FILTER_NRS)
+		return false;
+	return (cfg->only[(nr / 64) & (SYSCALL_FILTER_NRS / 64 - 1)] >> (nr % 64)) & 1;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 {
@@ -68,7 +80,7 @@ int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 	struct syscalls_config *cfg = config_get();
 	struct syscalls_start *start;
 
-	if (!ctl || !cfg || (cfg->only_set && id != cfg->only_nr))
+	if (!ctl || !cfg || !syscall_kept(cfg, id))
 		return 0;
 	if (!task_wanted(ctl, bpf_get_current_pid_tgid() >> 32))
 		return 0;

@@ -23,12 +23,16 @@ struct syscalls_value {
 	__u64 hist[SYSCALL_HIST_SLOTS];
 };
 
+/* --syscall-filter: a bit per syscall number below this. */
+#define SYSCALL_FILTER_NRS 512
+
 /* syscalls_config: the syscall profiler's own settings (pinned, bpftool-writable). */
 struct syscalls_config {
 	__u64 stack_min_ns;	/* take the user stack of calls at least this slow (0: never) */
-	__u32 only_nr;		/* count this syscall number only, when only_set */
-	__u32 only_set;
+	__u32 only_set;		/* count only the syscalls whose bit is set in only[] */
+	__u32 pad;
 	__u64 raw_min_ns;	/* calls at least this slow are raw events too (0: none) */
+	__u64 only[SYSCALL_FILTER_NRS / 64];
 };
 
 /* Per-task storage: the call in progress. */
@@ -38,6 +42,6 @@ struct syscalls_start {
 };
 
 _Static_assert(sizeof(struct syscalls_value) == 8 * (4 + SYSCALL_HIST_SLOTS), "syscalls_value layout");
-_Static_assert(sizeof(struct syscalls_config) == 24, "syscalls_config layout");
+_Static_assert(sizeof(struct syscalls_config) == 24 + SYSCALL_FILTER_NRS / 8, "syscalls_config layout");
 
 #endif /* SYSCALLS_H */

@@ -27,8 +27,15 @@ ok "pprof: calls of getppid" grep -qE "^ +$K .* getppid\$" "$TMP/sc.top"
 ap_ok "--syscall-filter close" flt record --syscalls --syscall-filter close --top 40 -o "$TMP/flt.folded" \
 	-- "$WL/sysburn" 1000 10 1
 is "--syscall-filter close: only close" "$(sed 's/ [0-9]*$//; s/:.*//' "$TMP/flt.folded" | sort -u | tr '\n' ' ')" "sysburn;close "
+ap_ok "--syscall-filter close,getppid" flt2 record --syscalls --syscall-filter close,getppid --top 40 --weight calls \
+	-o "$TMP/flt2.folded" -- "$WL/sysburn" 1000 10 1
+is "--syscall-filter close,getppid: those two only" "$(sed 's/ [0-9]*$//; s/:.*//' "$TMP/flt2.folded" | sort -u | tr '\n' ' ')" "sysburn;close sysburn;getppid "
+is "--syscall-filter close,getppid: every getppid (--weight calls)" "$(awk '$1 == "sysburn;getppid" { print $2 }' "$TMP/flt2.folded")" 1000
 run_ap badflt record --syscalls --syscall-filter nosuchcall -d 1
 is "--syscall-filter with an unknown name exits 2" "$AP_RC" 2
+run_ap badflt2 record --syscalls --syscall-filter read,nosuchcall -d 1
+is "--syscall-filter with one unknown name in the list exits 2" "$AP_RC" 2
+ok "... and names it" grep -q "no syscall named 'nosuchcall'" "$TMP/badflt2.err"
 
 # --syscall-stacks: slow calls carry the caller's user stack.
 ap_ok "--syscall-stacks 10000" stk record --syscalls --syscall-stacks 10000 --top 0 -o "$TMP/stk.folded" \

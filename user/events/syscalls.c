@@ -239,18 +239,30 @@ static bool parse_stacks(const char *arg, void *config)
 	return cli_parse_us_as_ns("--syscall-stacks", arg, 1, &so->bpf.stack_min_ns);
 }
 
+/* "read,write,59": names or numbers, added to the set (the option may be repeated). */
 static bool parse_filter(const char *arg, void *config)
 {
 	struct syscalls_options *so = config;
-	int nr = syscall_number(arg);
+	char *list = strdup_logged(arg), *save = NULL;
+	bool ok = list != NULL;
 
-	if (nr < 0) {
-		log_error("--syscall-filter: no syscall named '%s'", arg);
-		return false;
+	for (char *name = list ? strtok_r(list, ",", &save) : NULL; ok && name; name = strtok_r(NULL, ",", &save)) {
+		int nr = syscall_number(name);
+
+		if (nr < 0 || nr >= SYSCALL_FILTER_NRS) {
+			log_error("--syscall-filter: no syscall named '%s'", name);
+			ok = false;
+			break;
+		}
+		so->bpf.only[nr / 64] |= 1ull << (nr % 64);
+		so->bpf.only_set = 1;
 	}
-	so->bpf.only_nr = (uint32_t)nr;
-	so->bpf.only_set = 1;
-	return true;
+	if (ok && !so->bpf.only_set) {
+		log_error("--syscall-filter: '%s' names no syscall", arg);
+		ok = false;
+	}
+	free(list);
+	return ok;
 }
 
 static bool parse_sort(const char *arg, void *config)
@@ -280,7 +292,8 @@ static bool parse_threshold(const char *arg, void *config)
 
 static const struct profiler_option syscalls_options[] = {
 	{ "syscall-stacks", 0, "US", "syscalls: take the user stack of calls slower than US us", parse_stacks },
-	{ "syscall-filter", 0, "NAME", "syscalls: count only this syscall (name or number)", parse_filter },
+	{ "syscall-filter", 0, "LIST", "syscalls: count only these syscalls (read,write,... names or numbers)",
+	  parse_filter },
 	{ "syscall-sort", 0, "BY", "syscalls: the report's order: time (default) or count", parse_sort },
 	{ "syscall-errors", 0, NULL, "syscalls: the report lists errors by errno", parse_errors },
 	{ "syscall-threshold-us", 0, "US", "syscalls: calls slower than US us as Syscall records (--events FILE)",
