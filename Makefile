@@ -36,6 +36,9 @@ USER_SRCS  := $(wildcard user/*/*.c)
 USER_HDRS  := $(wildcard user/*/*.h bpf/*.h bpf/*/*.h)
 USER_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 MAIN_OBJ   := $(BUILD)/user/cmd/main.o
+# Stand-ins for library objects aperture never uses (see the file): an object on the link line,
+# before the libraries, outside the archive (which the tests link).
+TRIM_OBJ   := $(BUILD)/user/link_trims.o
 # Everything but main(): the tests link this same archive.
 LIB        := $(BUILD)/libaperture.a
 LIB_OBJS   := $(filter-out $(MAIN_OBJ),$(USER_OBJS)) $(PB_OBJS)
@@ -57,6 +60,8 @@ LDFLAGS    += -Wl,--gc-sections -flto=auto -O2
 # -Os where speed is not at stake: the command line and doctor, and the SkyWalking agent (it
 # waits on the network; its snapshots are read by the profilers' own code, built -O2).
 $(BUILD)/user/cmd/%.o $(BUILD)/user/skywalking/%.o: CFLAGS += -Os
+# Plain code: the linker must see these definitions as they are, before the libraries.
+$(TRIM_OBJ): CFLAGS += -fno-lto
 AR         := gcc-ar
 LDLIBS     := -Wl,--start-group -lbpf -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lprotobuf-nanopb -ldw -lelf -lz -llzma -lbz2 -lzstd \
               -lpthread -lm -Wl,--end-group
@@ -75,10 +80,10 @@ all: aperture
 deps:
 	@bash tools/deps.sh
 
-aperture: $(MAIN_OBJ) $(LIB)
+aperture: $(MAIN_OBJ) $(TRIM_OBJ) $(LIB)
 	$(call msg,LINK,$@)
 	@# glibc warns that dlopen (libdw's debuginfod hook) cannot work statically: expected, hidden.
-	$(Q)$(CC) -static $(LDFLAGS) -Wl,-Map=$(BUILD)/aperture.map -o $(BUILD)/aperture.unstripped $(MAIN_OBJ) $(LIB) $(LDLIBS) 2> $(BUILD)/link.log || { cat $(BUILD)/link.log; exit 1; }
+	$(Q)$(CC) -static $(LDFLAGS) -Wl,-Map=$(BUILD)/aperture.map -o $(BUILD)/aperture.unstripped $(MAIN_OBJ) $(TRIM_OBJ) $(LIB) $(LDLIBS) 2> $(BUILD)/link.log || { cat $(BUILD)/link.log; exit 1; }
 	@grep -v 'statically linked applications requires at runtime\|in function' $(BUILD)/link.log || true
 	$(Q)strip -o $@.tmp $(BUILD)/aperture.unstripped
 	@mv -f $@.tmp $@	# atomic: a running aperture is not disturbed
