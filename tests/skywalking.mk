@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
-# SkyWalking OAP tests: the gRPC wire probe, and a protobuf-c decoder for our
-# nanopb output (an independent protobuf implementation).
+# SkyWalking OAP tests: the gRPC wire probe, a protobuf-c decoder for our
+# nanopb output (an independent protobuf implementation), hand-made profiles
+# through the message encoder, and a stripped oap_burn.
 SW_PROTOS := common/Common.proto common/Command.proto ebpf/profiling/Profile.proto
 SW_PBC    := $(patsubst %.proto,$(B)/pbc/%.pb-c.c,$(SW_PROTOS))
 
-all: $(B)/grpc_probe $(B)/swdecode
+all: $(B)/grpc_probe $(B)/swdecode $(B)/sw_messages $(B)/oap_burn_nosym
 
 $(B)/grpc_probe: oap/grpc_probe.c $(APERTURE_LIB) | $(B)
 	$(CC) $(TEST_CFLAGS) -o $@ $^ $(APERTURE_LDLIBS)
@@ -16,3 +17,10 @@ $(SW_PBC): $(addprefix ../proto/,$(SW_PROTOS)) | $(B)
 $(B)/swdecode: oap/swdecode.c $(SW_PBC) | $(B)
 	$(CC) -O1 -g -Wall -I$(B)/pbc -o $@ oap/swdecode.c $(SW_PBC) -lprotobuf-c
 
+$(B)/sw_messages: oap/sw_messages.c $(APERTURE_LIB) | $(B)
+	$(CC) $(TEST_CFLAGS) -o $@ $^ $(APERTURE_LDLIBS)
+
+# No symbol of its own (a stripped PIE): support_ebpf_profiling=false, and
+# its frames unresolved.  $(B)/oap_burn keeps the symbols to compare with.
+$(B)/oap_burn_nosym: $(B)/oap_burn
+	strip --strip-all -o $@ $<

@@ -12,13 +12,13 @@ have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and 
 
 bg "$WL/oap_burn" 60
 sleep 0.2
-RUN=("$APERTURE" run --exe-pattern oap_burn --heartbeat-interval 1 --task-interval 1 --flush-interval 1)
+RUN=("$APERTURE" run --exe-pattern oap_burn --service recovery-test --heartbeat-interval 1 --task-interval 1 --flush-interval 1)
 
 # --- the OAP goes down for 4 s in the middle of a 10 s task ---
 PORT=$(free_port)
 REC=$TMP/outage.jsonl
 export APERTURE_OAP_TOKEN=tok-outage
-start_oap "$PORT" "$REC" --token tok-outage --task ON_CPU:10:oap_burn || { plan 1; fail "fake OAP starts"; done_testing; }
+start_oap "$PORT" "$REC" --token tok-outage --min-duration 0 --task ON_CPU:10:recovery-test || { plan 1; fail "fake OAP starts"; done_testing; }
 "${RUN[@]}" --oap 127.0.0.1:$PORT --reconnect-max 1 -d 16 -v 2> "$TMP/outage.log" &
 agent=$!
 for i in $(seq 100); do grep -q collectProfilingData "$REC" && break; sleep 0.1; done
@@ -44,8 +44,8 @@ unset APERTURE_OAP_TOKEN
 # --- RESOURCE_EXHAUSTED for 4 streams, with a spool that holds about one ---
 PORT=$(free_port)
 REC=$TMP/busy.jsonl
-start_oap "$PORT" "$REC" --task ON_CPU:6:oap_burn --fail-first 4 --fail-code RESOURCE_EXHAUSTED
-"${RUN[@]}" --oap 127.0.0.1:$PORT --spool-size 600 -d 9 -v 2> "$TMP/busy.log"
+start_oap "$PORT" "$REC" --min-duration 0 --task ON_CPU:6:recovery-test --fail-first 4 --fail-code RESOURCE_EXHAUSTED
+"${RUN[@]}" --oap 127.0.0.1:$PORT --spool-size 600 -d 11 -v 2> "$TMP/busy.log"
 is "agent exits 0 after RESOURCE_EXHAUSTED" "$?" 0
 ok "RESOURCE_EXHAUSTED reported" grep -q 'RESOURCE_EXHAUSTED' "$TMP/busy.log"
 ok "oldest data dropped when the spool is full" grep -q 'spool full (600 bytes): dropped the oldest data' "$TMP/busy.log"

@@ -3,7 +3,9 @@
 """Summarizes what the fake OAP recorded, as "key value" lines for the .t scripts.
 
   analyze.py registration RECORD PROCESSNAME
-  analyze.py task RECORD KIND            (ON_CPU | OFF_CPU; the task handed out for it)
+  analyze.py task RECORD KIND [PROCESSNAME]   (ON_CPU | OFF_CPU; the first task created for
+                                              it; with PROCESSNAME only that process's data)
+  analyze.py commands RECORD KIND        the commands queryTasks answered for that task
   analyze.py auth RECORD                 distinct authentication values seen
   analyze.py queries RECORD              latestUpdateTime semantics
 """
@@ -59,61 +61,85 @@ def registration(recs, name):
     out("host_ip", props.get("host_ip", ""))
     out("command_line", props.get("command_line", ""))
     out("support_ebpf_profiling", props.get("support_ebpf_profiling"))
+    out("labels", ",".join(e.get("labels", [])))
     agent = r["req"].get("ebpfAgentID", "")
     out("agent_uuid", 1 if UUID.match(agent) else 0)
     rovers = {q["req"].get("roverInstanceId") for q in calls(recs, "queryTasks")}
     pings = {k["req"].get("ebpfAgentID") for k in calls(recs, "keepAlive")}
     out("agent_id_consistent", 1 if rovers == {agent} and pings <= {agent} else 0)
-    ping_ok = all(p.get("entityMetadata", {}).get("layer") == "OS_LINUX" and
-                  {"key": "support_ebpf_profiling", "value": "true"} in p.get("properties", [])
-                  for k in calls(recs, "keepAlive") for p in k["req"].get("processes", []))
+    # keepAlive carries what reportProcesses said: layer, labels and support_ebpf_profiling
+    pings = [p for k in calls(recs, "keepAlive") for p in k["req"].get("processes", [])
+             if p.get("entityMetadata", {}).get("processName") == name]
+    ping_ok = pings and all(p["entityMetadata"].get("layer") == e.get("layer") and
+                            p["entityMetadata"].get("labels", []) == e.get("labels", []) and
+                            {"key": "support_ebpf_profiling",
+                             "value": props.get("support_ebpf_profiling")} in p.get("properties", [])
+                            for p in pings)
     out("keepalive_ok", 1 if ping_ok else 0)
     out("process_id", oap_process_id(e.get("serviceName"), e.get("instanceName"), name))
 
 
 def task_of(recs, kind):
     for r in recs:
-        if r.get("event") == "task" and r["task"]["TargetType"] == kind \
-                and not r["task"]["ProcessId"].startswith("0000"):
+        if r.get("event") == "task" and r["task"]["TargetType"] == kind and not r["task"]["ghost"]:
             return r["task"]
     return None
+
+
+def process_id_of(recs, name):
+    """The OAP id of the process named @name, from the last report of it."""
+    found = None
+    for r in calls(recs, "reportProcesses"):
+        for p in r["req"].get("processes", []):
+            e = p.get("hostProcess", {}).get("entity", {})
+            if e.get("processName") == name:
+                found = oap_process_id(e.get("serviceName"), e.get("instanceName"), name)
+    return found
 
 
 def profiling(m):
     return m.get("onCPU") or m.get("offCPU")
 
 
-def task(recs, kind):
+def task(recs, kind, process=None):
     t = task_of(recs, kind)
     if not t:
         out("task", "-")
         return
     tid = t["TaskId"]
+    want = process_id_of(recs, process) if process else None
     out("task", tid)
     streams = calls(recs, "collectProfilingData")
     total = duration = nmsgs = nstreams = dups = meta_bad = zero = order_bad = 0
-    leaf_bad = 0
+    leaf_bad = overwritten = 0
     leaf = {}
+    leaf_ns = {}
     start = None
     last_current = 0
     current_times = []
+    processes = set()
     for s in streams:
         msgs = s["messages"]
-        # Messages of this task: the first carries metadata; the rest follow until another task's.
+        overwritten += s.get("overwritten", 0)
+        # Messages of this task: the first of each (task, process) carries metadata; the rest
+        # follow until the next metadata.
         cur = None
         seen = set()
+        metas = set()
         mine = []
         for m in msgs:
             if "task" in m:
-                cur = m["task"]["taskId"]
-                if cur == tid:
-                    if mine:
-                        meta_bad += 1      # metadata twice for the task in one stream
+                cur = (m["task"]["taskId"], m["task"].get("processId", ""))
+                if cur[0] == tid and (want is None or cur[1] == want):
+                    if cur in metas:
+                        meta_bad += 1      # metadata twice for the task and process in one stream
+                    metas.add(cur)
+                    processes.add(cur[1])
                     start = int(m["task"]["profilingStartTime"])
                     current_times.append(int(m["task"]["currentTime"]))
             elif cur is None:
                 meta_bad += 1              # data before any metadata
-            if cur == tid:
+            if cur and cur[0] == tid and (want is None or cur[1] == want):
                 mine.append(m)
         if not mine:
             continue
@@ -142,6 +168,7 @@ def task(recs, kind):
             if user and user[0].get("stackSymbols"):
                 syms = user[0]["stackSymbols"]
                 leaf[syms[0]] = leaf.get(syms[0], 0) + count
+                leaf_ns[syms[0]] = leaf_ns.get(syms[0], 0) + int(p.get("duration", 0))
                 # Leaf first: our workload's leaves come before their callers.
                 for callee, caller in (("oap_hot_a", "main"), ("oap_hot_b", "main"),
                                        ("oap_nap", "oap_sleeper")):
@@ -149,6 +176,8 @@ def task(recs, kind):
                         leaf_bad += 1
         last_current = max(last_current, max(current_times) if current_times else 0)
     out("in_order", 1 if current_times == sorted(current_times) else 0)
+    out("processes", len(processes))
+    out("overwritten", overwritten)
     weight = sum(leaf.values()) or 1
     out("streams", nstreams)
     out("messages", nmsgs)
@@ -159,13 +188,34 @@ def task(recs, kind):
     out("zero_messages", zero)
     out("stack_order_bad", order_bad)
     out("leaf_order_bad", leaf_bad)
+    out("leaves", ",".join(sorted(leaf)))
     for fn in ("oap_hot_a", "oap_hot_b", "oap_nap"):
         out("share_" + fn, "%.1f" % (100.0 * leaf.get(fn, 0) / weight))
+        out("count_" + fn, leaf.get(fn, 0))
+        out("duration_ns_" + fn, leaf_ns.get(fn, 0))
     out("task_start", t["TaskStartTime"])
     out("duration_s", t["FixedTriggerDuration"])
     out("profiling_start", start if start is not None else "-")
     out("span_ms", (last_current - start) if start is not None else "-")
     out("start_delay_ms", (start - int(t["TaskStartTime"])) if start is not None else "-")
+
+
+def commands(recs, kind):
+    """How queryTasks handed out the task: commands per answer, one process id each."""
+    t = task_of(recs, kind)
+    if not t:
+        out("task", "-")
+        return
+    replies = [[c for c in r["commands"] if c["TaskId"] == t["TaskId"]]
+               for r in recs if r.get("event") == "commands"]
+    replies = [r for r in replies if r]
+    ids = sorted({c["ProcessId"] for r in replies for c in r})
+    out("task", t["TaskId"])
+    out("answers", len(replies))
+    out("max_commands", max((len(r) for r in replies), default=0))
+    out("singleton_ids", 1 if all("," not in i for i in ids) else 0)
+    out("process_ids", ",".join(ids))
+    out("same_update_time", 1 if len({c["TaskUpdateTime"] for r in replies for c in r}) <= 1 else 0)
 
 
 def auth(recs):
@@ -179,9 +229,9 @@ def queries(recs):
     real: tasks for reported processes that parse (a FixedTriggerDuration > 0).
     """
     tasks = [r["task"] for r in recs if r.get("event") == "task"]
-    ghost = {int(t["TaskUpdateTime"]) for t in tasks if t["ProcessId"].startswith("0000")}
+    ghost = {int(t["TaskUpdateTime"]) for t in tasks if t["ghost"]}
     real = {int(t["TaskUpdateTime"]) for t in tasks
-            if not t["ProcessId"].startswith("0000") and int(t["FixedTriggerDuration"]) > 0}
+            if not t["ghost"] and int(t["FixedTriggerDuration"]) > 0}
     seq = [int(q["req"].get("latestUpdateTime", 0)) for q in calls(recs, "queryTasks")]
     out("queries", len(seq))
     out("first", seq[0] if seq else "-")
@@ -197,7 +247,9 @@ def main():
     if cmd == "registration":
         registration(recs, sys.argv[3])
     elif cmd == "task":
-        task(recs, sys.argv[3])
+        task(recs, sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
+    elif cmd == "commands":
+        commands(recs, sys.argv[3])
     elif cmd == "auth":
         auth(recs)
     elif cmd == "queries":

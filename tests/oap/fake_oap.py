@@ -2,10 +2,47 @@
 # SPDX-License-Identifier: GPL-2.0
 """A fake SkyWalking OAP: the eBPF process and profiling services, over real gRPC.
 
-It derives process ids the way the OAP does, hands out FIXED_TIME profiling
-tasks for processes of a given name once they are reported, and records every
-call (method, authentication metadata, decoded request) as one JSON object per
-line in --out (appended, so a restarted server keeps one record).
+It behaves the way the real OAP does, as read in apache/skywalking (commit
+5839d2ad, 2026-08, and the tags v9.2.0 to v10.4.0, which do the same here):
+
+  oap-server/server-receiver-plugin/skywalking-ebpf-receiver-plugin/.../provider/handler/
+    EBPFProcessServiceHandler.java    reportProcesses: the process id, no layer check;
+                                      keepAlive: Layer.valueOf(layer) (an unknown name
+                                      fails the call), service meta, labels, properties
+    EBPFProfilingServiceHandler.java  queryTasks: the agent's processes, its services'
+                                      tasks, ONE command per process (singletonList),
+                                      support_ebpf_profiling and task labels
+                                      (containsAll); collectProfilingData: isFirst /
+                                      hasTask, stack ids joined with "_"
+  oap-server/server-core/.../core/
+    profiling/ebpf/EBPFProfilingMutationService.java   createTask: a task is on a service
+                                      (and labels), not on processes; duration >= 60 s
+    profiling/ebpf/EBPFProfilingQueryService.java      queryPrepareCreateEBPFProfilingTaskData:
+                                      the UI offers a task once the service has a stored
+                                      process that supports profiling
+    profiling/ebpf/storage/EBPFProfilingTaskRecord.java logicalId, combine
+    profiling/ebpf/storage/EBPFProfilingDataRecord.java id = sha256(schedule, ids, upload time)
+    source/EBPFProcessProfilingSchedule.java           schedule id
+    analysis/manual/process/ProcessTraffic.java        combine (the first
+                                      profiling_support_status stays), id
+    analysis/manual/process/ProcessDispatcher.java     labels_json
+    analysis/Layer.java                                the layer names
+    command/CommandService.java, apm-protocol/apm-network/.../command/
+    EBPFProfilingTaskCommand.java, BaseCommand.java    the command's arguments and order
+  oap-server/server-storage-plugin/storage-jdbc-hikaricp-plugin/.../dao/
+    JDBCEBPFProfilingTaskDAO.java     queryTasksByServices: last_update_time > latestUpdateTime
+                                      (only when latestUpdateTime > 0)
+    JDBCMetadataQueryDAO.java         listProcesses by agent id
+  oap-server/server-starter/src/main/resources/application.yml   persistentPeriod 25 s
+
+Processes are visible to queries (the UI's task creation, queryTasks) only
+once stored, --persist-ms after the OAP first received them.  Tasks are
+created the way a user would from the service's dashboard: once the service
+shows a process that supports profiling.
+
+Every call (method, authentication metadata, decoded request, and for
+queryTasks the commands answered) is recorded as one JSON object per line in
+--out (appended, so a restarted server keeps one record).
 
 Also serves /aperture.test.Wire/* raw-bytes methods for wire-level tests.
 Run with /usr/bin/python3 (Debian's grpcio and protobuf).
@@ -16,11 +53,13 @@ import hashlib
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from concurrent import futures
 
 import grpc
@@ -29,6 +68,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO_DIR = os.path.join(HERE, "..", "..", "proto")
 PROTOS = ["common/Common.proto", "common/Command.proto",
           "ebpf/profiling/Profile.proto", "ebpf/profiling/Process.proto"]
+
+# Layer.java: every registered name (Layer.valueOf accepts them all).
+LAYERS = set("""UNDEFINED MESH GENERAL OS_LINUX K8S FAAS MESH_CP MESH_DP DATABASE CACHE BROWSER
+SO11Y_OAP SO11Y_SATELLITE MQ VIRTUAL_DATABASE VIRTUAL_MQ VIRTUAL_GATEWAY K8S_SERVICE MYSQL
+VIRTUAL_CACHE POSTGRESQL APISIX AWS_EKS OS_WINDOWS AWS_S3 AWS_DYNAMODB AWS_GATEWAY REDIS
+ELASTICSEARCH RABBITMQ MONGODB KAFKA PULSAR BOOKKEEPER NGINX ROCKETMQ CLICKHOUSE ACTIVEMQ
+CILIUM_SERVICE SO11Y_JAVA_AGENT KONG SO11Y_GO_AGENT FLINK BANYANDB GENAI VIRTUAL_GENAI
+ENVOY_AI_GATEWAY IOS WECHAT_MINI_PROGRAM ALIPAY_MINI_PROGRAM AIRFLOW""".split())
+
+FIXED_TIME_MIN_DURATION = 60        # EBPFProfilingMutationService
+NETWORK_PROFILING_DURATION = 600    # EBPFProfilingMutationService
+QUERY_TASK_PROCESSES_RANGE_MS = 5 * 60 * 1000    # EBPFProfilingServiceHandler
+PREPARE_PROCESSES_RANGE_MS = 10 * 60 * 1000      # EBPFProfilingQueryService
 
 
 def load_protos():
@@ -48,12 +100,30 @@ def b64(s):
     return base64.b64encode(s.encode()).decode()
 
 
+def service_id(service):
+    """IDManager.ServiceID.buildId(name, isNormal=true)."""
+    return b64(service) + ".1"
+
+
 def oap_ids(service, instance, process):
     """IDManager.ServiceID/ServiceInstanceID/ProcessID as the OAP builds them (normal service)."""
-    service_id = b64(service) + ".1"
-    instance_id = service_id + "_" + b64(instance)
+    sid = service_id(service)
+    instance_id = sid + "_" + b64(instance)
     process_id = hashlib.sha256((process + "_" + instance_id).encode()).hexdigest()
-    return service_id, instance_id, process_id
+    return sid, instance_id, process_id
+
+
+def sha256_hex(*parts):
+    """Guava's Hashing.sha256().newHasher(): putString as UTF-8 bytes, putLong as 8 bytes little-endian."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode() if isinstance(p, str) else struct.pack("<q", p))
+    return h.hexdigest()
+
+
+def gson_list(items):
+    """GSON.toJson(List<String>): no spaces."""
+    return json.dumps(list(items), separators=(",", ":"))
 
 
 def now_ms():
@@ -65,41 +135,20 @@ class State:
         self.args = args
         self.lock = threading.RLock()
         self.out = open(args.out, "a", buffering=1)
-        self.process_ids = {}          # processName -> set of ids
-        self.tasks = []                # dicts
-        self.task_specs = [self.parse_task(s) for s in args.task]
-        self.last_update = 0
-        self.calls = 0
+        self.traffic = {}              # ProcessTraffic by process id
+        self.service_labels = {}       # service id -> set of labels (ServiceLabel)
+        self.service_layers = set()    # (service name, layer) (ServiceMeta -> ServiceTraffic)
+        self.tasks = []                # EBPFProfilingTaskRecord as dicts
+        self.specs = [self.parse_task(s) for s in args.task]
+        self.last_create = 0
+        self.agents = set()
         self.streams = 0
-        for spec in self.task_specs:
-            if spec["process"].startswith("ghost"):
-                self.create_task(spec, ["%064x" % 0xdead])
 
     @staticmethod
     def parse_task(spec):
-        kind, duration, process = (spec.split(":") + ["", ""])[:3]
-        return {"kind": kind, "duration": int(duration), "process": process, "created": False}
-
-    def next_update_time(self):
-        t = max(now_ms(), self.last_update + 1)
-        self.last_update = t
-        return t
-
-    def create_task(self, spec, ids):
-        spec["created"] = True
-        t = self.next_update_time()
-        self.tasks.append({
-            "TaskId": "task-%s-%d" % (spec["kind"].lower(), len(self.tasks) + 1),
-            "ProcessId": ",".join(sorted(ids)),
-            "TaskUpdateTime": str(t),
-            "TriggerType": "FIXED_TIME",
-            "TargetType": spec["kind"],
-            "TaskStartTime": str(t + self.args.task_delay_ms),
-            "ExtensionConfigJSON": "null",
-            "FixedTriggerDuration": str(spec["duration"]),
-            "SerialNumber": "serial-%d" % (len(self.tasks) + 1),
-        })
-        self.record({"event": "task", "task": self.tasks[-1]})
+        kind, duration, service, labels = (spec.split(":") + ["", "", ""])[:4]
+        return {"kind": kind, "duration": int(duration), "service": service,
+                "labels": [l for l in labels.split("+") if l], "done": False}
 
     def record(self, obj):
         obj.setdefault("t", now_ms())
@@ -109,14 +158,206 @@ class State:
     def check(self, context, method, request_dict):
         md = dict(context.invocation_metadata())
         auth = md.get("authentication")
-        self.calls += 1
         self.record({"method": method, "auth": auth, "req": request_dict})
         if self.args.token and auth != self.args.token:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, "bad authentication token")
+        with self.lock:
+            self.create_due_tasks()
+
+    # ---- processes (ProcessDispatcher, ProcessTraffic.combine) ----
+
+    def receive_process(self, entity, agent_id, properties, detect_type):
+        sid, instance_id, pid = oap_ids(entity.serviceName, entity.instanceName, entity.processName)
+        props = {kv.key: kv.value for kv in properties}
+        support = props.get("support_ebpf_profiling") == "true"
+        labels = list(entity.labels)
+        now = now_ms()
+        rec = self.traffic.get(pid)
+        if rec is None:
+            self.traffic[pid] = {
+                "id": pid, "service": entity.serviceName, "service_id": sid,
+                "instance": entity.instanceName, "instance_id": instance_id,
+                "name": entity.processName, "agent_id": agent_id, "properties": props,
+                "labels": labels, "support": support, "detect_type": detect_type,
+                "last_ping": now, "stored_at": now + self.args.persist_ms, "announced": False,
+            }
+        else:
+            # ProcessTraffic.combine: profiling_support_status is not combined (the first stays).
+            rec["last_ping"] = now
+            if agent_id:
+                rec["agent_id"] = agent_id
+            rec["properties"].update(props)
+            if detect_type:
+                rec["detect_type"] = detect_type
+            if labels:
+                rec["labels"] = labels
+        if labels:
+            self.service_labels.setdefault(sid, set()).update(labels)
+        return pid
+
+    def stored(self, now):
+        """Processes in storage: those received at least a persistence period ago."""
+        out = []
+        for rec in self.traffic.values():
+            if rec["stored_at"] > now:
+                continue
+            if not rec["announced"]:
+                rec["announced"] = True
+                self.record({"event": "stored", "process": {k: rec[k] for k in (
+                    "id", "service", "instance", "name", "labels", "support", "agent_id")}})
+            out.append(rec)
+        return out
+
+    def store_ghost(self, agent_id):
+        """A process this agent reported that has exited since: still listed for 5 minutes."""
+        e = Process_pb2.EBPFProcessEntityMetadata(layer="GENERAL", serviceName=self.args.ghost,
+                                                  instanceName="ghost", processName="ghost")
+        kv = Common_pb2.KeyStringValuePair(key="support_ebpf_profiling", value="true")
+        pid = self.receive_process(e, agent_id, [kv], 1)
+        self.traffic[pid]["stored_at"] = now_ms()
+        self.traffic[pid]["ghost"] = True
+
+    def note_agent(self, agent_id):
+        if agent_id and agent_id not in self.agents:
+            self.agents.add(agent_id)
+            if self.args.ghost:
+                self.store_ghost(agent_id)
+
+    # ---- tasks (EBPFProfilingMutationService.createTask) ----
+
+    def create_due_tasks(self):
+        now = now_ms()
+        stored = self.stored(now)
+        for spec in self.specs:
+            if spec["done"]:
+                continue
+            sid = service_id(spec["service"])
+            # queryPrepareCreateEBPFProfilingTaskData: stored processes that support profiling
+            ready = [p for p in stored if p["service_id"] == sid and p["support"]
+                     and now - p["last_ping"] <= PREPARE_PROCESSES_RANGE_MS]
+            if len(ready) < self.args.task_min_processes:
+                continue
+            spec["done"] = True
+            error = self.create_error(spec, sid)
+            if error:
+                self.record({"event": "task_refused", "spec": spec, "reason": error})
+                continue
+            self.create_task(spec, sid, ready)
+
+    def create_error(self, spec, sid):
+        """checkCreateRequest (its overlap check compares tasks starting at or after the
+        new one with a time before it, so it never refuses, and is left out)."""
+        missing = [l for l in spec["labels"] if l not in self.service_labels.get(sid, set())]
+        if missing:
+            return "The service doesn't have processes with label(s) %s." % ", ".join(missing)
+        if spec["kind"] != "NETWORK" and spec["duration"] < self.args.min_duration:
+            return "the fixed time duration must be greater than or equals %ds" % self.args.min_duration
+        return None
+
+    def create_time(self):
+        """Creation times are distinct: two tasks of one service created in the same
+        millisecond would share their logical id (service, labels, start time)."""
+        t = max(now_ms(), self.last_create + 1)
+        self.last_create = t
+        return t
+
+    def create_task(self, spec, sid, ready):
+        current = self.create_time()
+        labels_json = gson_list(spec["labels"]) if spec["labels"] else ""
+        start = current + self.args.task_delay_ms
+        task = {
+            "service_id": sid, "service": spec["service"], "labels_json": labels_json,
+            "instance_id": "", "start_time": start, "trigger": "FIXED_TIME",
+            "duration": spec["duration"], "target": spec["kind"],
+            "create_time": current, "last_update_time": current,
+            "logical_id": sha256_hex(sid, labels_json, start),
+            "ghost": spec["service"] == self.args.ghost,
+        }
+        if spec["kind"] == "NETWORK":
+            # createTask(EBPFProfilingNetworkTaskRequest): on an instance, 10 minutes, starts now
+            task["instance_id"] = ready[0]["instance_id"]
+            task["duration"] = NETWORK_PROFILING_DURATION
+            task["start_time"] = current
+            task["logical_id"] = sha256_hex(sid, "", current)
+        self.tasks.append(task)
+        self.record({"event": "task", "task": {
+            "TaskId": task["logical_id"], "ServiceName": spec["service"], "ServiceId": sid,
+            "Labels": spec["labels"], "TargetType": task["target"],
+            "TaskStartTime": str(task["start_time"]), "TaskUpdateTime": str(task["last_update_time"]),
+            "FixedTriggerDuration": str(task["duration"]), "ghost": task["ghost"]}})
+
+    # ---- queryTasks (EBPFProfilingServiceHandler) ----
+
+    def query_tasks(self, agent_id, latest_update_time):
+        now = now_ms()
+        processes = [p for p in self.stored(now) if p["agent_id"] == agent_id
+                     and now - p["last_ping"] <= QUERY_TASK_PROCESSES_RANGE_MS]
+        if not processes:
+            return []
+        services = {p["service_id"] for p in processes}
+        # queryTasksByServices(services, FIXED_TIME, 0, latestUpdateTime)
+        found = [t for t in self.tasks if t["service_id"] in services and t["trigger"] == "FIXED_TIME"
+                 and (latest_update_time <= 0 or t["last_update_time"] > latest_update_time)]
+        by_logical = {}
+        for t in found:
+            if t["logical_id"] in by_logical:
+                first = by_logical[t["logical_id"]]    # EBPFProfilingTaskRecord.combine
+                first["duration"] = max(first["duration"], t["duration"])
+                first["last_update_time"] = max(first["last_update_time"], t["last_update_time"])
+            else:
+                by_logical[t["logical_id"]] = dict(t)
+        commands = []
+        for t in by_logical.values():
+            commands += self.build_commands(t, processes)
+        return commands
+
+    def build_commands(self, task, processes):
+        if task["target"] == "NETWORK":
+            ids = [p["id"] for p in processes if p["instance_id"] == task["instance_id"]]
+            return [self.command(task, ids)] if ids else []
+        wanted = json.loads(task["labels_json"]) if task["labels_json"] else []
+        return [self.command(task, [p["id"]]) for p in processes
+                if p["service_id"] == task["service_id"] and p["support"]
+                and (not wanted or set(wanted) <= set(p["labels"]))]
+
+    @staticmethod
+    def command(task, process_ids):
+        """CommandService.newEBPFProfilingTaskCommand + EBPFProfilingTaskCommand.serialize."""
+        return [
+            ("SerialNumber", str(uuid.uuid4())),
+            ("TaskId", task["logical_id"]),
+            ("ProcessId", ",".join(process_ids)),
+            ("TaskUpdateTime", str(task["last_update_time"])),
+            ("TriggerType", task["trigger"]),
+            ("TargetType", task["target"]),
+            ("TaskStartTime", str(task["start_time"])),
+            ("ExtensionConfigJSON", "null"),    # GSON.toJson(null): no network samplings
+            ("FixedTriggerDuration", str(task["duration"])),
+        ]
 
 
 def to_dict(msg):
     return MessageToDict(msg, preserving_proto_field_name=True, including_default_value_fields=False)
+
+
+def data_records(msgs):
+    """What collectProfilingData stores: one EBPFProfilingDataRecord per message, with its id."""
+    task = {}
+    out = []
+    for i, m in enumerate(msgs):
+        if i == 0 or "task" in m:
+            task = m.get("task", {})
+        start = int(task.get("profilingStartTime", 0))
+        schedule = sha256_hex("%s_%s_%d" % (task.get("taskId", ""), task.get("processId", ""), start))
+        profiling = m.get("onCPU") or m.get("offCPU") or {}
+        last = {}
+        for st in profiling.get("stacks", []):
+            last[st.get("stackType", "PROCESS_KERNEL_SPACE")] = st.get("stackId", 0)
+        ids = "_".join(str(last[t]) for t in ("PROCESS_KERNEL_SPACE", "PROCESS_USER_SPACE") if t in last)
+        upload = int(task.get("currentTime", 0))
+        out.append({"taskId": task.get("taskId", ""), "processId": task.get("processId", ""),
+                    "stackIdList": ids, "id": sha256_hex(schedule, ids, upload)})
+    return out
 
 
 def make_handlers(state):
@@ -124,41 +365,46 @@ def make_handlers(state):
         state.check(context, "reportProcesses", to_dict(req))
         reply = Process_pb2.EBPFReportProcessDownstream()
         with state.lock:
+            state.note_agent(req.ebpfAgentID)
             for p in req.processes:
                 if not p.HasField("hostProcess"):
                     continue
                 h = p.hostProcess
-                e = h.entity
-                if e.layer not in ("OS_LINUX", "K8S", "GENERAL"):
-                    context.abort(grpc.StatusCode.INTERNAL, "unknown layer " + e.layer)
-                _, _, pid_ = oap_ids(e.serviceName, e.instanceName, e.processName)
-                state.process_ids.setdefault(e.processName, set()).add(pid_)
+                # No layer here: reportProcesses never looks at it.
+                pid_ = state.receive_process(h.entity, req.ebpfAgentID, h.properties, 1)
                 d = reply.processes.add()
                 d.processId = pid_
                 d.hostProcess.pid = h.pid
-                d.hostProcess.entityMetadata.CopyFrom(e)
-        with state.lock:
-            for spec in state.task_specs:
-                ids = state.process_ids.get(spec["process"])
-                if ids and not spec["created"]:
-                    state.create_task(spec, ids)
+                d.hostProcess.entityMetadata.CopyFrom(h.entity)
         return reply
 
     def keep_alive(req, context):
         state.check(context, "keepAlive", to_dict(req))
+        with state.lock:
+            state.note_agent(req.ebpfAgentID)
+            for p in req.processes:
+                e = p.entityMetadata
+                if e.layer not in LAYERS:
+                    # Layer.valueOf throws; grpc-java answers UNKNOWN
+                    state.record({"event": "layer_refused", "layer": e.layer})
+                    context.abort(grpc.StatusCode.UNKNOWN, "No layer constant with name: " + e.layer)
+                state.receive_process(e, req.ebpfAgentID, p.properties, 0)
+                state.service_layers.add((e.serviceName, e.layer))
         return Command_pb2.Commands()
 
     def query_tasks(req, context):
         state.check(context, "queryTasks", to_dict(req))
         reply = Command_pb2.Commands()
         with state.lock:
-            for t in state.tasks:
-                if int(t["TaskUpdateTime"]) > req.latestUpdateTime:
-                    c = reply.commands.add()
-                    c.command = "EBPFProfilingTaskQuery"
-                    for k, v in t.items():
-                        a = c.args.add()
-                        a.key, a.value = k, v
+            commands = state.query_tasks(req.roverInstanceId, req.latestUpdateTime)
+        for args in commands:
+            c = reply.commands.add()
+            c.command = "EBPFProfilingTaskQuery"
+            for k, v in args:
+                a = c.args.add()
+                a.key, a.value = k, v
+        state.record({"event": "commands", "latestUpdateTime": req.latestUpdateTime,
+                      "commands": [dict(args) for args in commands]})
         return reply
 
     def collect(req_iter, context):
@@ -173,8 +419,13 @@ def make_handlers(state):
             # Rejected: recorded apart, so that what the OAP accepted stays countable.
             state.record({"method": "rejectedProfilingData", "messages": msgs})
             context.abort(getattr(grpc.StatusCode, state.args.fail_code), "injected failure")
+        if any("onCPU" not in m and "offCPU" not in m for m in msgs):
+            state.record({"method": "rejectedProfilingData", "messages": msgs})
+            context.abort(grpc.StatusCode.UNKNOWN, "the profiling data not set")
+        records = data_records(msgs)
+        ids = [r["id"] for r in records]
         state.record({"method": "collectProfilingData", "auth": md.get("authentication"),
-                      "messages": msgs})
+                      "messages": msgs, "records": records, "overwritten": len(ids) - len(set(ids))})
         return Command_pb2.Commands()
 
     ser = lambda m: m.SerializeToString()  # noqa: E731
@@ -229,9 +480,20 @@ def main():
     ap.add_argument("--out", required=True, help="JSON lines record, appended")
     ap.add_argument("--token", help="require this authentication metadata")
     ap.add_argument("--task", action="append", default=[],
-                    help="KIND:SECONDS:PROCESSNAME, handed out once PROCESSNAME is reported "
-                         "(PROCESSNAME ghost*: a task for a process nobody reported)")
-    ap.add_argument("--task-delay-ms", type=int, default=0)
+                    help="KIND:SECONDS:SERVICE[:LABEL+LABEL...]: a task created on SERVICE (for the "
+                         "processes with all LABELs) once SERVICE has a stored process that supports "
+                         "profiling, as a user would from its dashboard")
+    ap.add_argument("--task-min-processes", type=int, default=1,
+                    help="create tasks once the service has this many such processes")
+    ap.add_argument("--task-delay-ms", type=int, default=0, help="TaskStartTime after creation")
+    ap.add_argument("--min-duration", type=int, default=FIXED_TIME_MIN_DURATION,
+                    help="shortest FIXED_TIME task accepted (the OAP: 60 s)")
+    ap.add_argument("--persist-ms", type=int, default=1000,
+                    help="received processes are stored (visible) after this long "
+                         "(the OAP: persistentPeriod, 25 s)")
+    ap.add_argument("--ghost", metavar="SERVICE",
+                    help="store a process of SERVICE for each agent at its first call, as if it had "
+                         "reported one that exited since")
     ap.add_argument("--fail-first", type=int, default=0, help="fail the first N collectProfilingData streams")
     ap.add_argument("--fail-code", default="", help="with --fail-first, e.g. UNAVAILABLE")
     args = ap.parse_args()

@@ -41,11 +41,25 @@ static void flush_kind(struct agent *a, int kind, int64_t now, struct sw_msgs *b
 	profile_free(&prof);
 }
 
+/*
+ * The upload's currentTime, after every earlier one: the OAP keys records by
+ * (schedule, stack ids, upload time), and stack ids restart with each upload.
+ */
+static int64_t upload_time_ms(struct agent *a)
+{
+	int64_t now = wall_ms();
+
+	if (now <= a->last_flush_ms)
+		now = a->last_flush_ms + 1;
+	a->last_flush_ms = now;
+	return now;
+}
+
 /* Drains the profilers into one batch of messages for every running task, and sends. */
 void flush(struct agent *a)
 {
 	struct sw_msgs batch = { 0 };
-	int64_t now = wall_ms();
+	int64_t now = upload_time_ms(a);
 
 	for (int k = 0; k < PROFILER_MAX; k++)
 		if (a->prof[k].p)

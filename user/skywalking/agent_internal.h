@@ -41,6 +41,9 @@ struct agent_opts {
 	const char *cgroups[MAX_SELECT];	/* paths relative to the cgroup2 root */
 	int ncgroups;
 	const char *service, *instance;
+	const char *layer;		/* --layer, a name of the OAP's Layer */
+	const char *labels[MAX_SELECT];	/* --label: entity labels of every process */
+	int nlabels;
 	uint64_t heartbeat_ms, task_ms, flush_ms, deadline_ms, backoff_max_ms;
 	uint64_t report_every;
 	uint64_t spool_bytes;
@@ -62,6 +65,11 @@ enum task_state { TASK_PENDING, TASK_RUNNING, TASK_DONE };
 /* A task's kind is the id of the profiler that serves it (an index into agent.prof). */
 #define KIND_NONE (-1)
 
+/*
+ * One task for one process: the OAP sends a task created on a service as one
+ * command per process (same TaskId, one ProcessId each), so a task here is
+ * (TaskId, ProcessId) and t.process_ids holds exactly that one id.
+ */
 struct agent_task {
 	struct sw_task t;
 	int kind;			/* profiler id; KIND_NONE: remembered only, never run */
@@ -107,6 +115,7 @@ struct agent {
 	struct spool spool;
 	int64_t latest_update_ms;
 	uint64_t heartbeats;
+	int64_t last_flush_ms;		/* currentTime of the last upload: each one gets its own */
 	bool oap_down;			/* the last call failed with a transient error */
 	bool fatal;			/* the OAP refused us: stop */
 };

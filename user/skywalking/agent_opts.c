@@ -15,7 +15,7 @@
 enum {
 	OPT_OAP = 256, OPT_TOKEN_FILE, OPT_TOKEN, OPT_EXE, OPT_CGROUP, OPT_SERVICE, OPT_INSTANCE,
 	OPT_HEARTBEAT, OPT_TASK, OPT_FLUSH, OPT_REPORT_EVERY, OPT_SPOOL, OPT_DEADLINE,
-	OPT_RECONNECT, OPT_PIN,
+	OPT_RECONNECT, OPT_PIN, OPT_LAYER, OPT_LABEL,
 };
 
 /* TLS to the OAP, as SkyWalking Rover's reporter.grpc.tls options (codes of 300 up are the profilers'). */
@@ -30,6 +30,8 @@ static const struct option agent_options[] = {
 	{ "cgroup", required_argument, NULL, OPT_CGROUP },
 	{ "service", required_argument, NULL, OPT_SERVICE },
 	{ "instance", required_argument, NULL, OPT_INSTANCE },
+	{ "layer", required_argument, NULL, OPT_LAYER },
+	{ "label", required_argument, NULL, OPT_LABEL },
 	{ "heartbeat-interval", required_argument, NULL, OPT_HEARTBEAT },
 	{ "task-interval", required_argument, NULL, OPT_TASK },
 	{ "flush-interval", required_argument, NULL, OPT_FLUSH },
@@ -62,8 +64,15 @@ static void usage(FILE *out)
 "Reporting:\n"
 "      --oap HOST:PORT        the OAP's gRPC address (plaintext HTTP/2 unless --tls)\n"
 "      --token-file FILE      authentication token (else $APERTURE_OAP_TOKEN)\n"
-"      --service NAME         service name (default: the host name)\n"
+"      --service NAME         service name (default: the host name); give the name an\n"
+"                             instrumented service reports (its agent's service name)\n"
+"                             to see profiling next to that service's traces\n"
 "      --instance NAME        instance name (default: the process name)\n"
+"      --layer LAYER          the service's layer (default GENERAL: the General Service\n"
+"                             dashboard has the eBPF profiling tab; OS_LINUX has none)\n"
+"      --label LABEL          a label of every process (repeatable; a plain string such\n"
+"                             as env=prod): tasks created for some labels only reach\n"
+"                             processes with all of them\n"
 "      --heartbeat-interval S keepAlive period (default 20); every --report-every N-th (10)\n"
 "                             heartbeat re-reports every process\n"
 "      --task-interval S      queryTasks period (default 10)\n"
@@ -77,7 +86,8 @@ static void usage(FILE *out)
 "      --ca FILE              ... or by this CA (PEM)\n"
 "      --cert FILE --key FILE client certificate and its key (PEM), for mutual TLS\n"
 "      --insecure-skip-verify do not check the OAP's certificate (tests only)\n\n"
-"Profiling (each profiler's options, for the tasks it serves):\n");
+"Profiling (each profiler's options, for the tasks it serves).  OFF_CPU tasks count\n"
+"every switch out as SkyWalking Rover does: --state all --min-block-us 0 unless given.\n");
 	cli_profiler_help(out, CLI_KIND_OPTIONS);
 	fprintf(out,
 "      --pin DIR              keep both profilers loaded and pinned under DIR (bpffs): the\n"
@@ -148,6 +158,75 @@ static char *read_token_file(const char *path)
 		return NULL;
 	}
 	return strdup_logged(start);
+}
+
+static bool set_layer(struct agent_opts *o, const char *arg)
+{
+	if (!sw_layer_known(arg)) {
+		log_error("--layer %s: not a layer of the OAP (%s)", arg, sw_layer_names());
+		return false;
+	}
+	o->layer = arg;
+	return true;
+}
+
+/*
+ * The OAP keeps a process's labels as a JSON list in a 500-character column
+ * (ProcessTraffic.labels_json) and matches tasks' labels exactly.
+ */
+#define LABELS_JSON_MAX 500
+
+static size_t labels_json_len(const struct agent_opts *o)
+{
+	size_t len = 2;		/* [] */
+
+	for (int i = 0; i < o->nlabels; i++)
+		len += strlen(o->labels[i]) + 2 + (i ? 1 : 0);	/* "label" and the comma */
+	return len;
+}
+
+static bool add_label(struct agent_opts *o, const char *arg)
+{
+	if (!*arg || strpbrk(arg, "\"\\")) {
+		log_error("--label '%s': want a non-empty label without quotes or backslashes", arg);
+		return false;
+	}
+	if (o->nlabels == MAX_SELECT) {
+		log_error("--label: at most %d", MAX_SELECT);
+		return false;
+	}
+	o->labels[o->nlabels++] = arg;
+	if (labels_json_len(o) > LABELS_JSON_MAX) {
+		log_error("--label: the labels take more than the OAP's %d characters", LABELS_JSON_MAX);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * SkyWalking Rover counts every switch out of a profiled process, preemption
+ * included, with no minimum (bpf/profiling/offcpu.c, a kprobe on
+ * finish_task_switch): OFF_CPU tasks mean that across agents.  Set through
+ * the profiler's own options, before the command line, which may narrow it.
+ */
+static const struct { const char *profiler, *option, *value; } rover_defaults[] = {
+	{ "offcpu", "state", "all" },
+	{ "offcpu", "min-block-us", "0" },
+};
+
+static void apply_rover_defaults(struct agent_opts *o)
+{
+	for (size_t d = 0; d < sizeof(rover_defaults) / sizeof(rover_defaults[0]); d++) {
+		for (int k = 0; profilers[k]; k++) {
+			const struct profiler_option *po = profilers[k]->options;
+
+			if (strcmp(profilers[k]->name, rover_defaults[d].profiler))
+				continue;
+			for (int i = 0; po && po[i].name; i++)
+				if (!strcmp(po[i].name, rover_defaults[d].option))
+					po[i].parse(rover_defaults[d].value, profiler_config(&o->prof, profilers[k]));
+		}
+	}
 }
 
 static bool add_cgroup(struct agent_opts *o, const char *arg)
@@ -235,7 +314,9 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 		.heartbeat_ms = 20000, .task_ms = 10000, .flush_ms = 5000, .deadline_ms = 10000,
 		.backoff_max_ms = 30000, .report_every = 10, .spool_bytes = 16u << 20,
 	};
+	o->layer = SW_LAYER_DEFAULT;
 	cli_profiler_defaults(&o->prof);
+	apply_rover_defaults(o);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, g->shorts, g->opts, NULL)) != -1) {
@@ -274,6 +355,8 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 		case OPT_CGROUP: ok = add_cgroup(o, optarg); break;
 		case OPT_SERVICE: o->service = optarg; break;
 		case OPT_INSTANCE: o->instance = optarg; break;
+		case OPT_LAYER: ok = set_layer(o, optarg); break;
+		case OPT_LABEL: ok = add_label(o, optarg); break;
 		case OPT_HEARTBEAT: ok = parse_seconds("--heartbeat-interval", optarg, &o->heartbeat_ms); break;
 		case OPT_TASK: ok = parse_seconds("--task-interval", optarg, &o->task_ms); break;
 		case OPT_FLUSH: ok = parse_seconds("--flush-interval", optarg, &o->flush_ms); break;

@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <ifaddrs.h>
 #include <limits.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "agent_internal.h"
+#include "elfsyms.h"
 
 /* A small /proc (or token) file into @buf, NUL-terminated: its length or -errno. */
 ssize_t read_small(const char *path, char *buf, size_t size)
@@ -106,6 +108,93 @@ static char *read_cmdline(uint32_t pid)
 	return strdup_logged(buf);
 }
 
+/*
+ * Interpreters and JITs: their functions are not in their ELF symbols.  The
+ * names are Rover's (pkg/tools/process/process.go, NotSupportProfilingExe,
+ * matched as prefixes of the executable's name) less "ssh", a native
+ * program that aperture symbolizes like any other.
+ */
+static const char *const interpreters[] = { "java", "python", "node", "bash", "ruby" };
+
+static bool is_interpreter(const char *base)
+{
+	for (size_t i = 0; i < sizeof(interpreters) / sizeof(interpreters[0]); i++)
+		if (!strncmp(base, interpreters[i], strlen(interpreters[i])))
+			return true;
+	return false;
+}
+
+/* The pid @pid has in its own namespace (the last NSpid field), or @pid. */
+static uint32_t ns_pid(uint32_t pid)
+{
+	char path[64], buf[4096], *line;
+	unsigned long last = pid;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return pid;
+	line = strstr(buf, "\nNSpid:");
+	if (!line)
+		return pid;
+	for (char *p = line + 7, *end; *p && *p != '\n'; p = end) {
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end == p)
+			break;
+		last = v;
+	}
+	return (uint32_t)last;
+}
+
+/* A JIT's /tmp/perf-PID.map, which the symbolizer reads, in the process's mount namespace or ours. */
+static bool has_perf_map(uint32_t pid)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", pid, ns_pid(pid));
+	if (!access(path, R_OK))
+		return true;
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
+	return !access(path, R_OK);
+}
+
+/* Whether the executable of @pid names any function: .symtab, .dynsym, minidebuginfo or a debug file. */
+static bool exe_has_symbols(uint32_t pid, const char *exe)
+{
+	char path[64];
+	struct elf_syms es;
+	bool named;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;	/* gone, or not ours to read: let the OAP offer it */
+	snprintf(path, sizeof(path), "/proc/%u/root", pid);
+	named = elf_syms_load(&es, fd, exe, path) == 0 && es.tab.nsyms > 0;
+	elf_syms_free(&es);
+	close(fd);
+	return named;
+}
+
+/*
+ * support_ebpf_profiling: whether aperture can name what it samples in this
+ * process.  Rover (ProfilingStat) says false for the interpreters above and
+ * for an executable with no .symtab or .dynsym entry at all; aperture also
+ * profiles an interpreter that writes a perf map, and wants a function
+ * symbol of the executable's own (a stripped dynamic executable has .dynsym
+ * entries, but only for what it imports).  Kernel threads (no executable)
+ * have kernel stacks only, which kallsyms names.
+ */
+static bool profilable(uint32_t pid, const char *exe, const char *name)
+{
+	if (!*exe)
+		return true;
+	if (is_interpreter(name))
+		return has_perf_map(pid);
+	return exe_has_symbols(pid, exe);
+}
+
 void proc_free(struct agent_proc *p)
 {
 	if (!p)
@@ -137,9 +226,15 @@ static struct agent_proc *proc_new(struct agent *a, uint32_t pid, uint64_t start
 	p->start_time = start;
 	p->seen = true;
 	p->sw = (struct sw_process){
-		.pid = pid, .service = p->service, .instance = p->instance,
+		.pid = pid, .layer = a->o.layer, .service = p->service, .instance = p->instance,
 		.process_name = p->name, .command_line = p->cmdline, .host_ip = a->host_ip,
+		.labels = a->o.labels, .nlabels = (size_t)a->o.nlabels,
+		.profilable = profilable(pid, exe, p->name),
 	};
+	if (!p->sw.profilable)
+		log_info("process %u (%s): support_ebpf_profiling=false (%s)", pid, p->name,
+			 is_interpreter(p->name) ? "an interpreter without a perf map"
+						 : "no function symbols in its executable");
 	return p;
 }
 

@@ -37,16 +37,22 @@ void task_free(struct agent_task *t)
 	free(t);
 }
 
-static struct agent_task *task_find(struct agent *a, const char *id)
+/* The task @id for the OAP process @process_id. */
+static struct agent_task *task_find(struct agent *a, const char *id, const char *process_id)
 {
 	for (size_t i = 0; i < a->ntasks; i++)
-		if (!strcmp(a->tasks[i]->t.task_id, id))
+		if (!strcmp(a->tasks[i]->t.task_id, id) &&
+		    !strcmp(a->tasks[i]->t.process_ids[0], process_id))
 			return a->tasks[i];
 	return NULL;
 }
 
-/* Local pids of the OAP process ids a task names; 0 when none is known here. */
-static size_t task_pids(struct agent *a, const struct sw_task *t, uint32_t **out)
+/*
+ * Local pids of the OAP process @process_id; 0 when it is not known here.
+ * Usually one: two local processes share an OAP id only when they share
+ * service, instance and process name.
+ */
+static size_t process_pids(struct agent *a, const char *process_id, uint32_t **out)
 {
 	uint32_t *pids = calloc(a->nprocs ? a->nprocs : 1, sizeof(*pids));
 	size_t n = 0;
@@ -57,16 +63,28 @@ static size_t task_pids(struct agent *a, const struct sw_task *t, uint32_t **out
 	for (size_t i = 0; i < a->nprocs; i++) {
 		const struct agent_proc *p = a->procs[i];
 
-		if (!p->sw.process_id)
-			continue;
-		for (size_t j = 0; j < t->nprocess_ids; j++) {
-			if (!strcmp(p->sw.process_id, t->process_ids[j])) {
-				pids[n++] = p->sw.pid;
-				break;
-			}
-		}
+		if (p->sw.process_id && !strcmp(p->sw.process_id, process_id))
+			pids[n++] = p->sw.pid;
 	}
 	return n;
+}
+
+/* @t narrowed to its @i-th process id: a copy that owns its strings. 0 or -ENOMEM. */
+static int task_for_process(const struct sw_task *t, size_t i, struct sw_task *out)
+{
+	*out = *t;
+	out->task_id = strdup(t->task_id);
+	out->target_name = strdup(t->target_name);
+	out->trigger = strdup(t->trigger);
+	out->process_ids = calloc(1, sizeof(*out->process_ids));
+	if (out->process_ids)
+		out->process_ids[0] = strdup(t->process_ids[i]);
+	out->nprocess_ids = out->process_ids && out->process_ids[0] ? 1 : 0;
+	if (!out->task_id || !out->target_name || !out->trigger || !out->nprocess_ids) {
+		sw_task_free(out);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* The profiler that serves @t's TargetType, by its ops.skywalking_target. */
@@ -109,17 +127,18 @@ static int task_run_kind(const struct sw_task *t, int64_t now)
 	return kind;
 }
 
-/* Takes @t and @pids (a task whose processes are known here). */
+/* Takes @t (narrowed to one process) and @pids (that process's, known here). */
 static void accept_task(struct agent *a, struct sw_task *t, uint32_t *pids, size_t npids)
 {
-	struct agent_task *task = task_find(a, t->task_id);
+	struct agent_task *task = task_find(a, t->task_id, t->process_ids[0]);
 	int64_t now = wall_ms();
 	int kind;
 
 	if (task && task->state == TASK_RUNNING) {
 		/* The same task again only re-arms its stop time. */
 		task->stop_at_ms = ms_after(now, task->t.duration_s);
-		log_info("task %s re-armed: stops in %" PRId64 " s", task->t.task_id, task->t.duration_s);
+		log_info("task %s (process %s) re-armed: stops in %" PRId64 " s", task->t.task_id,
+			 task->t.process_ids[0], task->t.duration_s);
 		goto drop;
 	}
 	if (task && (task->state == TASK_PENDING || task->kind == KIND_NONE))
@@ -144,19 +163,39 @@ static void accept_task(struct agent *a, struct sw_task *t, uint32_t *pids, size
 		.state = kind == KIND_NONE ? TASK_DONE : TASK_PENDING,
 	};
 	if (kind != KIND_NONE)
-		log_info("task %s (%s, %" PRId64 " s, %zu processes) accepted", t->task_id,
-			 t->target_name, t->duration_s, npids);
+		log_info("task %s (%s, %" PRId64 " s, process %s: pid %u%s) accepted", t->task_id,
+			 t->target_name, t->duration_s, t->process_ids[0], pids[0],
+			 npids > 1 ? " and others of the same name" : "");
 	return;
 drop:
 	sw_task_free(t);
 	free(pids);
 }
 
+/* Accepts @t for its @i-th process if that process is known here; false if it is not. */
+static bool accept_for_process(struct agent *a, const struct sw_task *t, size_t i)
+{
+	struct sw_task one;
+	uint32_t *pids;
+	size_t npids = process_pids(a, t->process_ids[i], &pids);
+
+	if (npids == 0 || task_for_process(t, i, &one)) {
+		free(pids);
+		return false;
+	}
+	accept_task(a, &one, pids, npids);
+	return true;
+}
+
+/*
+ * One EBPFProfilingTaskQuery command.  The OAP sends one per process (a
+ * singleton ProcessId); a comma-joined list is split, each process its own
+ * task, so that each one's data carries its own processId.
+ */
 static void handle_command(struct agent *a, const struct sw_command *c, int64_t *max_update)
 {
 	struct sw_task t;
-	uint32_t *pids;
-	size_t npids;
+	bool known = false;
 	int err = sw_task_parse(c, &t);
 
 	if (err == -ENOENT) {
@@ -167,17 +206,15 @@ static void handle_command(struct agent *a, const struct sw_command *c, int64_t 
 		log_warn("OAP %s: malformed profiling task ignored: %s", a->o.oap, strerror(-err));
 		return;
 	}
-	npids = task_pids(a, &t, &pids);
-	if (npids == 0) {
+	for (size_t i = 0; i < t.nprocess_ids; i++)
+		known |= accept_for_process(a, &t, i);
+	if (!known) {
 		/* Not advancing latestUpdateTime over it: it comes again once we know the process. */
 		log_info("task %s: none of its processes is known here yet", t.task_id);
-		free(pids);
-		sw_task_free(&t);
-		return;
-	}
-	if (t.update_time_ms > *max_update)
+	} else if (t.update_time_ms > *max_update) {
 		*max_update = t.update_time_ms;
-	accept_task(a, &t, pids, npids);
+	}
+	sw_task_free(&t);
 }
 
 void query_tasks(struct agent *a)
@@ -204,12 +241,12 @@ out:
 }
 
 
-/* The tests read this line: "task ID (TYPE) finished: COUNT ..." */
+/* The tests read this line: "task ID (TYPE, process OAPID) finished: COUNT ..." */
 void log_task_end(const struct agent *a, const struct agent_task *t, const char *how)
 {
-	log_info("task %s (%s) %s: %" PRIu64 " %s in %" PRIu64 " messages", t->t.task_id,
-		 t->t.target_name, how, t->count, a->prof[t->kind].ops->value_types[0].type,
-		 t->messages);
+	log_info("task %s (%s, process %s) %s: %" PRIu64 " %s in %" PRIu64 " messages", t->t.task_id,
+		 t->t.target_name, t->t.process_ids[0], how, t->count,
+		 a->prof[t->kind].ops->value_types[0].type, t->messages);
 }
 
 /* Starts due tasks, ends finished ones (after a last flush). */
@@ -228,8 +265,8 @@ void tick_tasks(struct agent *a)
 			t->stop_at_ms = ms_after(now, t->t.duration_s);
 			for (size_t j = 0; j < t->npids; j++)
 				symbolizer_track(a->sym, t->pids[j]);
-			log_info("task %s (%s) started for %" PRId64 " s", t->t.task_id, t->t.target_name,
-				 t->t.duration_s);
+			log_info("task %s (%s, process %s) started for %" PRId64 " s", t->t.task_id,
+				 t->t.target_name, t->t.process_ids[0], t->t.duration_s);
 			changed[t->kind] = true;
 		} else if (t->state == TASK_RUNNING && now >= t->stop_at_ms) {
 			stopping = true;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,47 @@ static bool enc_kvs(pb_ostream_t *stream, const pb_field_t *field, void *const *
 	return true;
 }
 
+/* ---- layers ---- */
+
+/*
+ * The OAP's built-in layers that a service may be in (isNormal), from
+ * org.apache.skywalking.oap.server.core.analysis.Layer (apache/skywalking
+ * 5839d2ad, 2026-08; 9.0 knows the names up to K8S_SERVICE, 10.0 up to
+ * ACTIVEMQ).  keepAlive applies the layer with Layer.valueOf: a name the OAP
+ * does not know fails the call.
+ */
+static const char *const layers[] = {
+	"MESH", "GENERAL", "OS_LINUX", "K8S", "FAAS", "MESH_CP", "MESH_DP", "DATABASE", "CACHE",
+	"BROWSER", "SO11Y_OAP", "SO11Y_SATELLITE", "MQ", "K8S_SERVICE", "MYSQL", "POSTGRESQL",
+	"APISIX", "AWS_EKS", "OS_WINDOWS", "AWS_S3", "AWS_DYNAMODB", "AWS_GATEWAY", "REDIS",
+	"ELASTICSEARCH", "RABBITMQ", "MONGODB", "KAFKA", "PULSAR", "BOOKKEEPER", "NGINX", "ROCKETMQ",
+	"CLICKHOUSE", "ACTIVEMQ", "CILIUM_SERVICE", "SO11Y_JAVA_AGENT", "KONG", "SO11Y_GO_AGENT",
+	"FLINK", "BANYANDB", "GENAI", "ENVOY_AI_GATEWAY", "IOS", "WECHAT_MINI_PROGRAM",
+	"ALIPAY_MINI_PROGRAM", "AIRFLOW",
+};
+
+bool sw_layer_known(const char *name)
+{
+	for (size_t i = 0; i < sizeof(layers) / sizeof(layers[0]); i++)
+		if (!strcmp(layers[i], name))
+			return true;
+	return false;
+}
+
+const char *sw_layer_names(void)
+{
+	static char buf[1024];
+
+	if (!buf[0]) {
+		size_t used = 0;
+
+		for (size_t i = 0; i < sizeof(layers) / sizeof(layers[0]) && used < sizeof(buf); i++)
+			used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? ", " : "",
+						 layers[i]);
+	}
+	return buf;
+}
+
 /* ---- processes ---- */
 
 struct proc_list {
@@ -142,18 +184,42 @@ struct proc_list {
 	bool ping;		/* EBPFProcessPingPkg instead of EBPFProcessProperties */
 };
 
+/* arg: the sw_process; its labels as a repeated string. */
+static bool enc_labels(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
+{
+	const struct sw_process *p = *arg;
+
+	for (size_t i = 0; i < p->nlabels; i++)
+		if (!pb_encode_tag_for_field(stream, field) ||
+		    !pb_encode_string(stream, (const pb_byte_t *)p->labels[i], strlen(p->labels[i])))
+			return false;
+	return true;
+}
+
 static void entity_of(const struct sw_process *p, skywalking_v3_EBPFProcessEntityMetadata *e)
 {
-	set_str(&e->layer, SW_LAYER_HOST);
+	set_str(&e->layer, p->layer ? p->layer : SW_LAYER_DEFAULT);
 	set_str(&e->serviceName, p->service);
 	set_str(&e->instanceName, p->instance);
 	set_str(&e->processName, p->process_name);
+	e->labels.funcs.encode = enc_labels;
+	e->labels.arg = (void *)p;
+}
+
+/*
+ * The OAP offers profiling, and hands out CPU tasks, only for processes whose
+ * property is "true" (EBPFProcessServiceHandler.getProfilingSupportStatus),
+ * and keeps the first value it stored (ProcessTraffic.combine leaves it).
+ */
+static struct sw_kv support_property(const struct sw_process *p)
+{
+	return (struct sw_kv){ "support_ebpf_profiling", p->profilable ? "true" : "false" };
 }
 
 /* The heartbeat only needs what keeps the process profilable. */
 static bool enc_ping(pb_ostream_t *stream, const struct sw_process *p)
 {
-	static const struct sw_kv support = { "support_ebpf_profiling", "true" };
+	const struct sw_kv support = support_property(p);
 	skywalking_v3_EBPFProcessPingPkg ping = skywalking_v3_EBPFProcessPingPkg_init_zero;
 	struct kv_list kvs = { &support, 1 };
 
@@ -173,7 +239,7 @@ static bool enc_host_process(pb_ostream_t *stream, const struct sw_process *p)
 		{ "host_ip", (char *)p->host_ip },
 		{ "pid", pid },
 		{ "command_line", (char *)p->command_line },
-		{ "support_ebpf_profiling", "true" },
+		support_property(p),
 	};
 	struct kv_list kvs = { props, sizeof(props) / sizeof(props[0]) };
 
@@ -494,44 +560,129 @@ void sw_task_free(struct sw_task *t)
 
 /* ---- profiling data ---- */
 
-/* One distinct stack: the samples merged into it, summed. */
-struct stack_group {
-	const struct profile_sample *first;
-	uint64_t count;		/* samples (on-CPU) or switches (off-CPU) */
-	uint64_t duration_ns;	/* off-CPU */
+/*
+ * Unresolved frames are named per function, the way flame graphs aggregate:
+ * "module+0xSTART" when the start of the function holding the address is
+ * known, else "[unknown] module" (one node for the module), never one node
+ * per sampled address.  The names are built once per call, in this table.
+ */
+struct unresolved_name {
+	const struct sym_mapping *mapping;
+	uint64_t start;			/* UNKNOWN_START: not known */
+	char *name;
 };
 
-static const char *frame_name(const struct profile_frame *f)
+struct unresolved_names {
+	struct unresolved_name *slots;	/* open addressing; mapping NULL: free */
+	size_t n, cap;			/* cap: a power of two */
+};
+
+#define UNKNOWN_START UINT64_MAX
+
+/*
+ * Hook: the start of the function holding an unresolved frame, as a module
+ * offset, from the module's .eh_frame FDEs.  The FDE tables are being built
+ * for the unwinder (user/unwind/cfi.c, cfi_function_start()) and are not
+ * reachable from a symbolized frame yet; until they are, every unresolved
+ * frame of a module becomes the one "[unknown] module" node.
+ */
+static uint64_t unresolved_function_start(const struct sym_frame *f)
 {
-	return f->sym.name ? f->sym.name : "[unknown]";
+	(void)f;
+	return UNKNOWN_START;
+}
+
+static size_t unresolved_slot(const struct unresolved_names *t, const struct sym_mapping *m,
+			      uint64_t start)
+{
+	size_t i = (size_t)((((uintptr_t)m >> 4) ^ start) * 0x9e3779b97f4a7c15ull) & (t->cap - 1);
+
+	while (t->slots[i].mapping && (t->slots[i].mapping != m || t->slots[i].start != start))
+		i = (i + 1) & (t->cap - 1);
+	return i;
+}
+
+static int unresolved_grow(struct unresolved_names *t)
+{
+	struct unresolved_names bigger = { .cap = t->cap ? t->cap * 2 : 64 };
+
+	bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
+	if (!bigger.slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->slots[i].mapping)
+			bigger.slots[unresolved_slot(&bigger, t->slots[i].mapping, t->slots[i].start)] =
+				t->slots[i];
+	bigger.n = t->n;
+	free(t->slots);
+	*t = bigger;
+	return 0;
+}
+
+static void unresolved_free(struct unresolved_names *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->slots[i].name);
+	free(t->slots);
+	*t = (struct unresolved_names){ 0 };
+}
+
+/* The name of an unresolved frame in module @m; NULL on ENOMEM. */
+static const char *unresolved_name(struct unresolved_names *t, const struct sym_frame *f)
+{
+	uint64_t start = unresolved_function_start(f);
+	struct unresolved_name *slot;
+	char *name;
+	int len;
+
+	if ((t->n + 1) * 2 > t->cap && unresolved_grow(t))
+		return NULL;
+	slot = &t->slots[unresolved_slot(t, f->mapping, start)];
+	if (slot->mapping)
+		return slot->name;
+	if (start == UNKNOWN_START)
+		len = asprintf(&name, "[unknown] %s", f->mapping->name);
+	else
+		len = asprintf(&name, "%s+0x%" PRIx64, f->mapping->name, start);
+	if (len < 0)
+		return NULL;
+	*slot = (struct unresolved_name){ f->mapping, start, name };
+	t->n++;
+	return name;
+}
+
+/* What a frame is called in SkyWalking output; NULL on ENOMEM. */
+static const char *frame_label(struct unresolved_names *t, const struct profile_frame *f)
+{
+	if (f->sym.function)
+		return f->sym.function;
+	if (!f->sym.mapping)
+		return "[unknown]";
+	return unresolved_name(t, &f->sym);
 }
 
 #define FNV_OFFSET 14695981039346656037ull
 #define FNV_PRIME 1099511628211ull
 
-/* FNV-1a over every frame's name, each name terminated by 0xff. */
-static uint64_t frames_hash(uint64_t h, const struct profile_frame *frames, uint32_t n)
+/* FNV-1a over every frame's label, each terminated by 0xff. */
+static uint64_t labels_hash(uint64_t h, const char *const *labels, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		for (const char *s = frame_name(&frames[i]); *s; s++)
+		for (const char *s = labels[i]; *s; s++)
 			h = (h ^ (uint8_t)*s) * FNV_PRIME;
 		h = (h ^ 0xff) * FNV_PRIME;
 	}
 	return h;
 }
 
+/* A sample to send, with its frames' labels (kernel then user, leaf first). */
 struct sample_ref {
 	const struct profile_sample *s;
-	uint64_t hash;		/* over nkernel, nuser and every name */
+	const char **labels;
+	uint64_t hash;		/* over nkernel, nuser and every label */
 };
 
-static uint64_t symbols_hash(const struct profile_sample *s)
-{
-	return frames_hash(FNV_OFFSET ^ ((uint64_t)s->nkernel << 32 | s->nuser), s->frames,
-			   s->nkernel + s->nuser);
-}
-
-/* Orders by symbol lists, so that identical lists end up adjacent. */
+/* Orders by label lists, so that identical lists end up adjacent. */
 static int ref_cmp(const void *a, const void *b)
 {
 	const struct sample_ref *x = a, *y = b;
@@ -545,29 +696,24 @@ static int ref_cmp(const void *a, const void *b)
 	if (x->s->nuser != y->s->nuser)
 		return x->s->nuser < y->s->nuser ? -1 : 1;
 	for (i = 0; i < x->s->nkernel + x->s->nuser; i++) {
-		c = strcmp(frame_name(&x->s->frames[i]), frame_name(&y->s->frames[i]));
+		c = strcmp(x->labels[i], y->labels[i]);
 		if (c)
 			return c;
 	}
 	return 0;
 }
 
-/*
- * The OAP wants an int32 id per stack half and keys records by
- * "kernelId_userId".  Stacks are merged by symbol list, so the id is a hash
- * of that list: stable across flushes, one per distinct symbolized stack.
- */
-static int32_t half_id(const struct profile_frame *frames, uint32_t n)
-{
-	uint64_t h = frames_hash(FNV_OFFSET, frames, n);
-
-	return (int32_t)((h ^ (h >> 32)) & 0x7fffffff);
-}
+/* One distinct stack: the samples merged into it, summed. */
+struct stack_group {
+	const struct sample_ref *first;
+	uint64_t count;		/* samples (on-CPU) or switches (off-CPU) */
+	uint64_t duration_ns;	/* off-CPU */
+};
 
 struct stack_half {
 	skywalking_v3_EBPFProfilingStackType type;
 	int32_t id;
-	const struct profile_frame *frames;
+	const char *const *labels;
 	uint32_t n;
 };
 
@@ -576,7 +722,7 @@ static bool enc_symbols(pb_ostream_t *stream, const pb_field_t *field, void *con
 	const struct stack_half *half = *arg;
 
 	for (uint32_t i = 0; i < half->n; i++) {
-		const char *name = frame_name(&half->frames[i]);
+		const char *name = half->labels[i];
 
 		if (!pb_encode_tag_for_field(stream, field) ||
 		    !pb_encode_string(stream, (const pb_byte_t *)name, strlen(name)))
@@ -585,15 +731,22 @@ static bool enc_symbols(pb_ostream_t *stream, const pb_field_t *field, void *con
 	return true;
 }
 
+/* A message's stacks and the ids of its two halves. */
+struct group_stacks {
+	const struct sample_ref *ref;
+	int32_t kernel_id, user_id;
+};
+
 /* Kernel half first, then user: leaf first within each, as profile frames are. */
 static bool enc_stacks(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
 {
-	const struct profile_sample *s = *arg;
+	const struct group_stacks *g = *arg;
+	const struct profile_sample *s = g->ref->s;
 	struct stack_half halves[2] = {
-		{ skywalking_v3_EBPFProfilingStackType_PROCESS_KERNEL_SPACE, half_id(s->frames, s->nkernel),
-		  s->frames, s->nkernel },
-		{ skywalking_v3_EBPFProfilingStackType_PROCESS_USER_SPACE,
-		  half_id(s->frames + s->nkernel, s->nuser), s->frames + s->nkernel, s->nuser },
+		{ skywalking_v3_EBPFProfilingStackType_PROCESS_KERNEL_SPACE, g->kernel_id,
+		  g->ref->labels, s->nkernel },
+		{ skywalking_v3_EBPFProfilingStackType_PROCESS_USER_SPACE, g->user_id,
+		  g->ref->labels + s->nkernel, s->nuser },
 	};
 
 	for (int i = 0; i < 2; i++) {
@@ -617,8 +770,22 @@ static int32_t clamp_i32(uint64_t v)
 	return v > INT32_MAX ? INT32_MAX : (int32_t)v;
 }
 
+/*
+ * The OAP stores each message under sha256(scheduleId, "kernelId_userId",
+ * uploadTime) (EBPFProfilingDataRecord.id): two messages of one upload with
+ * the same ids overwrite each other.  The ids come from the message's place
+ * in @out, which holds one whole upload: 2i+1 and 2i+2 for message i, so no
+ * two messages of a flush share an id, whatever their symbols.
+ */
+static struct group_stacks stacks_of(const struct stack_group *g, const struct sw_msgs *out)
+{
+	int32_t base = (int32_t)((out->n * 2) & 0x3ffffffe);
+
+	return (struct group_stacks){ g->first, base + 1, base + 2 };
+}
+
 static int encode_group(const struct stack_group *g, bool offcpu, const struct sw_task_meta *meta,
-			struct sw_msg *out)
+			const struct group_stacks *stacks_arg, struct sw_msg *out)
 {
 	skywalking_v3_EBPFProfilingData msg = skywalking_v3_EBPFProfilingData_init_zero;
 	pb_callback_t *stacks;
@@ -641,7 +808,7 @@ static int encode_group(const struct stack_group *g, bool offcpu, const struct s
 		stacks = &msg.profiling.onCPU.stacks;
 	}
 	stacks->funcs.encode = enc_stacks;
-	stacks->arg = (void *)g->first;
+	stacks->arg = (void *)stacks_arg;
 	return encode(skywalking_v3_EBPFProfilingData_fields, &msg, out);
 }
 
@@ -664,32 +831,73 @@ static bool pid_wanted(uint32_t tgid, const uint32_t *pids, size_t npids)
 	return false;
 }
 
-/* The samples of @pids that have a stack, sorted so that equal symbol lists are adjacent. */
-static int select_samples(const struct profile *prof, const uint32_t *pids, size_t npids,
-			  struct sample_ref **out, size_t *nout)
-{
-	struct sample_ref *refs = NULL;
-	size_t n = 0;
+/* What select_samples hands out; freed with selection_free. */
+struct selection {
+	struct sample_ref *refs;
+	size_t n;
+	const char **labels;		/* every selected frame's label */
+	struct unresolved_names unresolved;	/* the labels of unresolved frames */
+};
 
-	if (prof->nsamples) {
-		refs = calloc(prof->nsamples, sizeof(*refs));
-		if (!refs)
+static void selection_free(struct selection *sel)
+{
+	free(sel->refs);
+	free(sel->labels);
+	unresolved_free(&sel->unresolved);
+	*sel = (struct selection){ 0 };
+}
+
+static bool sample_selected(const struct profile_sample *s, const uint32_t *pids, size_t npids)
+{
+	return pid_wanted(s->tgid, pids, npids) && s->nkernel + s->nuser > 0;
+}
+
+/* Labels @s's frames into @labels; -ENOMEM. */
+static int label_sample(struct selection *sel, const struct profile_sample *s, const char **labels)
+{
+	for (uint32_t i = 0; i < s->nkernel + s->nuser; i++) {
+		labels[i] = frame_label(&sel->unresolved, &s->frames[i]);
+		if (!labels[i])
 			return -ENOMEM;
 	}
+	return 0;
+}
+
+/* The samples of @pids that have a stack, labelled and sorted so that equal label lists are adjacent. */
+static int select_samples(const struct profile *prof, const uint32_t *pids, size_t npids,
+			  struct selection *sel)
+{
+	size_t nframes = 0, used = 0;
+
+	*sel = (struct selection){ 0 };
+	for (size_t i = 0; i < prof->nsamples; i++)
+		if (sample_selected(&prof->samples[i], pids, npids))
+			nframes += prof->samples[i].nkernel + prof->samples[i].nuser;
+	sel->refs = calloc(prof->nsamples ? prof->nsamples : 1, sizeof(*sel->refs));
+	sel->labels = calloc(nframes ? nframes : 1, sizeof(*sel->labels));
+	if (!sel->refs || !sel->labels)
+		goto oom;
 	for (size_t i = 0; i < prof->nsamples; i++) {
 		const struct profile_sample *s = &prof->samples[i];
+		struct sample_ref *r = &sel->refs[sel->n];
 
-		if (!pid_wanted(s->tgid, pids, npids) || s->nkernel + s->nuser == 0)
+		if (!sample_selected(s, pids, npids))
 			continue;
-		refs[n].s = s;
-		refs[n].hash = symbols_hash(s);
-		n++;
+		r->s = s;
+		r->labels = sel->labels + used;
+		used += s->nkernel + s->nuser;
+		if (label_sample(sel, s, r->labels))
+			goto oom;
+		r->hash = labels_hash(FNV_OFFSET ^ ((uint64_t)s->nkernel << 32 | s->nuser), r->labels,
+				      s->nkernel + s->nuser);
+		sel->n++;
 	}
-	if (n > 1)
-		qsort(refs, n, sizeof(*refs), ref_cmp);
-	*out = refs;
-	*nout = n;
+	if (sel->n > 1)
+		qsort(sel->refs, sel->n, sizeof(*sel->refs), ref_cmp);
 	return 0;
+oom:
+	selection_free(sel);
+	return -ENOMEM;
 }
 
 /* Sums the run of samples equal to refs[0] into @g; returns its length. */
@@ -702,7 +910,7 @@ static size_t sum_group(const struct profile *prof, const struct sample_ref *ref
 	int ns_idx = value_index(prof, "nanoseconds", 1);
 	size_t j;
 
-	*g = (struct stack_group){ .first = refs[0].s };
+	*g = (struct stack_group){ .first = &refs[0] };
 	for (j = 0; j < n && ref_cmp(&refs[0], &refs[j]) == 0; j++) {
 		g->count += refs[j].s->values[count_idx];
 		if (offcpu && ns_idx < prof->nvalues && ns_idx < PROFILE_MAX_VALUES)
@@ -711,39 +919,49 @@ static size_t sum_group(const struct profile *prof, const struct sample_ref *ref
 	return j;
 }
 
+/* Encodes @g as the next message of @out. */
+static int append_group(const struct stack_group *g, bool offcpu, const struct sw_task_meta *meta,
+			struct sw_msgs *out)
+{
+	struct group_stacks stacks = stacks_of(g, out);
+	struct sw_msg msg;
+	int err = encode_group(g, offcpu, meta, &stacks, &msg);
+
+	if (!err)
+		err = msgs_push(out, msg);
+	if (err)
+		free(msg.data);
+	return err;
+}
+
 int sw_profile_messages(const struct profile *prof, const uint32_t *pids, size_t npids,
 			const struct sw_task_meta *meta, struct sw_msgs *out, uint64_t *total)
 {
 	/* SkyWalking's OFF_CPU data carries a duration besides the count. */
 	bool offcpu = prof->skywalking_target && !strcmp(prof->skywalking_target, "OFF_CPU");
-	struct sample_ref *refs;
-	size_t nrefs, i, len;
+	struct selection sel;
+	size_t i, len;
 	int added = 0, err;
 
 	if (total)
 		*total = 0;
-	err = select_samples(prof, pids, npids, &refs, &nrefs);
+	err = select_samples(prof, pids, npids, &sel);
 	if (err)
 		return err;
-	for (i = 0; i < nrefs; i += len) {
+	for (i = 0; i < sel.n; i += len) {
 		struct stack_group g;
-		struct sw_msg msg;
 
-		len = sum_group(prof, refs + i, nrefs - i, &g);
+		len = sum_group(prof, sel.refs + i, sel.n - i, &g);
 		if (g.count == 0 && g.duration_ns == 0)
 			continue;	/* no delta in this interval */
-		err = encode_group(&g, offcpu, added == 0 ? meta : NULL, &msg);
-		if (!err)
-			err = msgs_push(out, msg);
-		if (err) {
-			free(msg.data);
+		err = append_group(&g, offcpu, added == 0 ? meta : NULL, out);
+		if (err)
 			break;
-		}
 		if (total)
 			*total += g.count;
 		added++;
 	}
-	free(refs);
+	selection_free(&sel);
 	return err ? err : added;
 }
 

@@ -7,6 +7,7 @@
 #ifndef SKYWALKING_H
 #define SKYWALKING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "profile.h"
@@ -16,8 +17,18 @@
 #define SW_PATH_QUERY_TASKS "/skywalking.v3.EBPFProfilingService/queryTasks"
 #define SW_PATH_COLLECT "/skywalking.v3.EBPFProfilingService/collectProfilingData"
 
-#define SW_LAYER_HOST "OS_LINUX"
+/*
+ * The layer the service of our processes is given (keepAlive applies it).
+ * GENERAL: the OAP's General Service dashboard has the eBPF profiling
+ * widget, and services instrumented by language agents live there too.
+ */
+#define SW_LAYER_DEFAULT "GENERAL"
 #define SW_TASK_COMMAND "EBPFProfilingTaskQuery"
+
+/* Whether @name is one of the OAP's built-in layers (Layer.java) that a process may be in. */
+bool sw_layer_known(const char *name);
+/* The known layers, comma-separated, for an error message. */
+const char *sw_layer_names(void);
 
 /* One encoded message. */
 struct sw_msg {
@@ -37,11 +48,15 @@ void sw_msgs_free(struct sw_msgs *m);
 /* A host process as reported to the OAP. */
 struct sw_process {
 	uint32_t pid;
+	const char *layer;
 	const char *service;
 	const char *instance;
 	const char *process_name;
 	const char *command_line;
 	const char *host_ip;
+	const char *const *labels;	/* entity labels, plain strings */
+	size_t nlabels;
+	bool profilable;	/* property support_ebpf_profiling: "true" or "false" */
 	char *process_id;	/* the OAP's id, once it answered (malloc'd; owner frees) */
 };
 
@@ -121,11 +136,14 @@ struct sw_task_meta {
 
 /*
  * Appends one EBPFProfilingData per distinct symbolized stack among the
- * samples of @prof whose tgid is in @pids (npids 0: all).  Samples whose
- * kernel and user symbol lists are identical are merged; stacks whose count
- * is 0 are left out.  onCPU or offCPU from prof->kind; @meta (may be NULL)
- * goes on the first message appended.  Returns messages appended or -errno;
- * @total (may be NULL) gets the sum of the count (samples or switches) sent.
+ * samples of @prof whose tgid is in @pids (npids 0: all).  Unresolved frames
+ * are named per function or module ("[unknown] libfoo.so"), not per address;
+ * samples whose kernel and user symbol lists are then identical are merged;
+ * stacks whose count is 0 are left out.  Stack ids come from each message's
+ * place in @out, so that @out holds one upload with no id shared.  onCPU or
+ * offCPU from prof->kind; @meta (may be NULL) goes on the first message
+ * appended.  Returns messages appended or -errno; @total (may be NULL) gets
+ * the sum of the count (samples or switches) sent.
  */
 int sw_profile_messages(const struct profile *prof, const uint32_t *pids, size_t npids,
 			const struct sw_task_meta *meta, struct sw_msgs *out, uint64_t *total);
