@@ -106,13 +106,20 @@ static __always_inline bool unwind_read(__u64 *out, __u64 addr)
 	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr) == 0;
 }
 
-/* Tells user space that this process's mappings are stale (a library loaded since). */
+/*
+ * Tells user space that this process's mappings are stale (a library loaded
+ * since), at most every 50 ms per process: a process loading its modules
+ * (python's dlopens at start) is re-read while it does, and one whose misses
+ * persist costs at most 20 reads of its maps a second.
+ */
+#define UNWIND_MISS_INTERVAL_NS 50000000ULL
+
 static __always_inline void unwind_report_miss(struct unwind_walk *w)
 {
 	struct aperture_event *event;
 	__u64 now = bpf_ktime_get_ns();
 
-	if (now - w->proc->miss_ns < 1000000000ULL)
+	if (now - w->proc->miss_ns < UNWIND_MISS_INTERVAL_NS)
 		return;
 	w->proc->miss_ns = now;
 	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);

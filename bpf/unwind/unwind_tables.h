@@ -58,7 +58,7 @@ struct unwind_proc {
 	__u32 pad;
 	/*
 	 * When the walk last met a pc in no mapping (a library loaded since) and
-	 * asked user space to re-read the maps: at most once a second.
+	 * asked user space to re-read the maps (rate-limited).
 	 */
 	__u64 miss_ns;
 	struct unwind_mapping mappings[UNWIND_MAX_MAPPINGS];

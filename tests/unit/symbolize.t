@@ -75,11 +75,15 @@ start dlink "$WL/apsym_dlink" || fail "apsym_dlink started"
 line=$("$SYMTEST" user "$PID" "$(hex_add "$ADDR" 4)")
 is "debuglink: function name" "$(field "$line" name)" apsym_dlink_hot
 
-# --- a file with no symbols at all: module+0xOFF
+# --- a file with no symbols at all: module+0xSTART, the function's start from
+# its .eh_frame FDE, for every address in it (one frame per function)
 start nosym "$WL/apsym_nosym" || fail "apsym_nosym started"
 line=$("$SYMTEST" user "$PID" "$(hex_add "$ADDR" 4)")
-is "no symbols: module+offset" "$(field "$line" name)" \
-	"apsym_nosym+$(hex_add "$(nm_addr "$WL/sym/nosym.full" apsym_nosym_hot)" 4)"
+is "no symbols: module+function start" "$(field "$line" name)" \
+	"apsym_nosym+$(hex_add "$(nm_addr "$WL/sym/nosym.full" apsym_nosym_hot)" 0)"
+line=$("$SYMTEST" user "$PID" "$(hex_add "$ADDR" 9)")
+is "no symbols: another address in it, the same name" "$(field "$line" name)" \
+	"apsym_nosym+$(hex_add "$(nm_addr "$WL/sym/nosym.full" apsym_nosym_hot)" 0)"
 
 # --- (4) deleted while running: named live, and after exit from the fd kept at track time
 cp "$WL/apsym_pie" "$TMP/apsym_deleted"

@@ -514,6 +514,7 @@ static int on_process_event(void *arg, void *data, size_t size)
 	if (size < sizeof(*event))
 		return 0;
 	if (event->type == EVENT_NEW_PROCESS) {
+		/* The maps first (a read and a few opens): a short-lived process may not wait for the tables. */
 		symbolizer_track(sink->sym, event->tgid);	/* gone already: nothing to keep */
 		if (sink->unwinder)
 			unwinder_track(sink->unwinder, event->tgid);

@@ -16,6 +16,7 @@
 #include <libelf.h>
 #include <lzma.h>
 #include <elfutils/libdwelf.h>
+#include "cfi.h"
 #include "elfsyms.h"
 #include "util.h"
 
@@ -306,6 +307,29 @@ static int read_symbols(struct elf_syms *es, Elf *e, const char *path, const cha
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * The entry point is _start even in a stripped file (ld.so's own, or a
+ * stripped program's): named so that whole stacks end in a name, sized by its
+ * FDE so that it never swallows the unnamed code after it.  A real symbol at
+ * the same address wins (rank).
+ */
+static void add_entry_point(struct elf_syms *es, Elf *e)
+{
+	GElf_Ehdr ehdr;
+	uint64_t next = 0;
+
+	if (!gelf_getehdr(e, &ehdr) || !ehdr.e_entry || !es->nfdes)
+		return;
+	for (size_t i = 0; i < es->nfdes; i++) {
+		if (es->fde_starts[i] > ehdr.e_entry) {
+			next = es->fde_starts[i];	/* the next function: _start's end, FDE or not */
+			break;
+		}
+	}
+	if (next > ehdr.e_entry)
+		symtab_add(&es->tab, ehdr.e_entry, next - ehdr.e_entry, "_start", UINT32_MAX);
+}
+
 int elf_syms_load(struct elf_syms *es, int fd, const char *path, const char *root)
 {
 	Elf *e;
@@ -321,9 +345,12 @@ int elf_syms_load(struct elf_syms *es, int fd, const char *path, const char *roo
 		goto out;
 	}
 	read_build_id(e, es->build_id, sizeof(es->build_id));
+	/* Stripped code is still named per function (module+0xSTART), not per address. */
+	cfi_fde_starts(e, &es->fde_starts, &es->fde_ends, &es->nfdes);
 	err = read_loads(es, e);
 	if (!err)
 		err = read_symbols(es, e, path, root);
+	add_entry_point(es, e);
 	symtab_finish(&es->tab);
 out:
 	elf_end(e);
@@ -333,6 +360,10 @@ out:
 void elf_syms_free(struct elf_syms *es)
 {
 	symtab_free(&es->tab);
+	free(es->fde_starts);
+	free(es->fde_ends);
+	es->fde_starts = es->fde_ends = NULL;
+	es->nfdes = 0;
 	free(es->loads);
 	es->loads = NULL;
 	es->nloads = 0;

@@ -23,6 +23,9 @@ struct elf_syms {
 	struct elf_load *loads;
 	size_t nloads;
 	char build_id[ELFSYMS_BUILD_ID_HEX];	/* hex, "" when none */
+	uint64_t *fde_starts;		/* functions' starts from .eh_frame_hdr: names unsymbolized code */
+	uint64_t *fde_ends;
+	size_t nfdes;
 };
 
 /*

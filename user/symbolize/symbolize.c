@@ -32,6 +32,7 @@
 #include "elfsyms.h"
 #include "kallsyms.h"
 #include "strintern.h"
+#include "cfi.h"
 #include "symbolize.h"
 #include "unwind_tables.h"
 #include "util.h"
@@ -700,6 +701,25 @@ static struct sym_mapping *map_hand_out(struct symbolizer *sym, struct proc_map 
 	return m->handed;
 }
 
+/*
+ * No symbol: the function's start from .eh_frame names it, "module+0xSTART",
+ * so that the samples of one stripped function are one frame, not one per
+ * instruction address.
+ */
+static void frame_fde(struct symbolizer *sym, struct proc_map *m, struct sym_frame *out, uint64_t vaddr)
+{
+	const struct elf_syms *es = &m->file->syms;
+	uint64_t start = cfi_function_start(es->fde_starts, es->fde_ends, es->nfdes, vaddr);
+	char base[NAME_MAX + 1], buf[NAME_MAX + 32];
+
+	if (!start)
+		return;
+	path_basename(m->path, base, sizeof(base));
+	snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base, start);
+	out->function = strintern(&sym->names, buf);
+	out->function_offset = vaddr - start;
+}
+
 static void user_file_frame(struct symbolizer *sym, struct proc_map *m, struct sym_frame *out)
 {
 	uint64_t file_off = out->addr - m->start + m->offset, vaddr;
@@ -709,6 +729,8 @@ static void user_file_frame(struct symbolizer *sym, struct proc_map *m, struct s
 	if (elf_syms_vaddr(&m->file->syms, file_off, &vaddr)) {
 		out->module_offset = vaddr;
 		frame_symbol(out, &m->file->syms.tab, vaddr);
+		if (!out->function)
+			frame_fde(sym, m, out, vaddr);
 	}
 }
 

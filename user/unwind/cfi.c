@@ -208,6 +208,41 @@ static int rows_of_function(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, stru
 	return err;
 }
 
+/*
+ * The entry point (_start, of a program or of ld.so) is the outermost frame
+ * whatever its CFI says: above it are argc and argv, not a return address.
+ * (glibc's _start marks its return address undefined; ld.so's does not.)
+ */
+static int rows_of_entry(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, struct cfi_table *t, size_t *cap)
+{
+	static const struct unwind_row outermost = { .cfa_rule = UNWIND_CFA_END };
+	Dwarf_Frame *frame;
+	Dwarf_Addr lo, hi;
+	int err;
+
+	if (dwarf_cfi_addrframe(cfi, start, &frame))
+		return rows_of_function(cfi, start, limit, t, cap);
+	dwarf_frame_info(frame, &lo, &hi, NULL);
+	free(frame);
+	err = row_push(t, cap, start, &outermost);
+	/* The FDE's end: its last row's end, found by walking its rows. */
+	while (!err && hi < limit && !dwarf_cfi_addrframe(cfi, hi, &frame)) {
+		Dwarf_Addr next_lo, next_hi;
+
+		dwarf_frame_info(frame, &next_lo, &next_hi, NULL);
+		free(frame);
+		if (next_hi <= hi)
+			break;
+		hi = next_hi;
+	}
+	if (!err && hi < limit) {
+		static const struct unwind_row gap = { .cfa_rule = UNWIND_CFA_NONE };
+
+		err = row_push(t, cap, hi, &gap);
+	}
+	return err;
+}
+
 static Elf_Scn *section_named(Elf *elf, const char *want, GElf_Shdr *shdr)
 {
 	size_t shstrndx;
@@ -231,11 +266,37 @@ static Elf_Scn *section_named(Elf *elf, const char *want, GElf_Shdr *shdr)
  * Function starts from .eh_frame_hdr's search table.  Only the layout every
  * x86_64 linker writes is read (version 1, table of datarel sdata4 pairs).
  */
-static int fde_starts_read(Elf *elf, struct cfi_table *t)
+/*
+ * The end of the FDE at @fde_vaddr, if it starts at @start: its pc_begin and
+ * pc_range read as the 4-byte pcrel forms every x86_64 toolchain writes
+ * (augmentation "zR", 0x1b); checked against @start, 0 when they do not fit.
+ */
+static uint64_t fde_end(Elf_Data *eh, uint64_t eh_vaddr, uint64_t fde_vaddr, uint64_t start)
 {
-	GElf_Shdr shdr;
+	uint64_t off = fde_vaddr - eh_vaddr;
+	const uint8_t *fde = eh->d_buf;
+	int32_t begin_rel;
+	uint32_t length, range;
+
+	if (fde_vaddr < eh_vaddr || off + 16 > eh->d_size)
+		return 0;
+	memcpy(&length, fde + off, 4);
+	if (length == 0xffffffff || length < 12)
+		return 0;	/* 64-bit DWARF or too short: not the common form */
+	memcpy(&begin_rel, fde + off + 8, 4);
+	memcpy(&range, fde + off + 12, 4);
+	if (fde_vaddr + 8 + (int64_t)begin_rel != start)
+		return 0;
+	return start + range;
+}
+
+int cfi_fde_starts(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts)
+{
+	GElf_Shdr shdr, eh_shdr;
 	Elf_Scn *scn = section_named(elf, ".eh_frame_hdr", &shdr);
+	Elf_Scn *eh_scn = section_named(elf, ".eh_frame", &eh_shdr);
 	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	Elf_Data *eh = eh_scn ? elf_getdata(eh_scn, NULL) : NULL;
 	const uint8_t *hdr;
 	uint32_t count;
 
@@ -249,31 +310,42 @@ static int fde_starts_read(Elf *elf, struct cfi_table *t)
 	memcpy(&count, hdr + 8, sizeof(count));
 	if (!count || (data->d_size - 12) / 8 < count)
 		return -ENOENT;
-	t->fde_starts = malloc(count * sizeof(*t->fde_starts));
-	if (!t->fde_starts)
+	*starts = malloc(count * sizeof(**starts));
+	*ends = calloc(count, sizeof(**ends));
+	if (!*starts || !*ends) {
+		free(*starts);
+		free(*ends);
+		*starts = *ends = NULL;
 		return -ENOMEM;
-	for (uint32_t i = 0; i < count; i++) {
-		int32_t rel;
-
-		memcpy(&rel, hdr + 12 + (size_t)i * 8, sizeof(rel));
-		t->fde_starts[i] = shdr.sh_addr + (int64_t)rel;
 	}
-	t->nfdes = count;
+	for (uint32_t i = 0; i < count; i++) {
+		int32_t loc_rel, fde_rel;
+
+		memcpy(&loc_rel, hdr + 12 + (size_t)i * 8, sizeof(loc_rel));
+		memcpy(&fde_rel, hdr + 16 + (size_t)i * 8, sizeof(fde_rel));
+		(*starts)[i] = shdr.sh_addr + (int64_t)loc_rel;
+		if (eh)
+			(*ends)[i] = fde_end(eh, eh_shdr.sh_addr, shdr.sh_addr + (int64_t)fde_rel, (*starts)[i]);
+	}
+	*nstarts = count;
 	return 0;
 }
 
 int cfi_table_build(Elf *elf, struct cfi_table *t)
 {
 	GElf_Shdr shdr;
+	GElf_Ehdr ehdr;
 	Dwarf_CFI *cfi;
+	uint64_t entry;
 	size_t cap = 0;
 	int err;
 
 	memset(t, 0, sizeof(*t));
+	entry = gelf_getehdr(elf, &ehdr) ? ehdr.e_entry : 0;
 	if (!section_named(elf, ".eh_frame", &shdr))
 		return -ENOENT;
 	t->eh_frame_bytes = shdr.sh_size;
-	err = fde_starts_read(elf, t);
+	err = cfi_fde_starts(elf, &t->fde_starts, &t->fde_ends, &t->nfdes);
 	if (err)
 		return err;
 	cfi = dwarf_getcfi_elf(elf);
@@ -281,9 +353,21 @@ int cfi_table_build(Elf *elf, struct cfi_table *t)
 		cfi_table_free(t);
 		return -ENOENT;
 	}
-	for (size_t i = 0; i < t->nfdes && !err; i++)
-		err = rows_of_function(cfi, t->fde_starts[i],
-				       i + 1 < t->nfdes ? t->fde_starts[i + 1] : UINT64_MAX, t, &cap);
+	for (size_t i = 0; i < t->nfdes && !err; i++) {
+		uint64_t start = t->fde_starts[i], limit = i + 1 < t->nfdes ? t->fde_starts[i + 1] : UINT64_MAX;
+
+		if (start == entry)
+			err = rows_of_entry(cfi, start, limit, t, &cap);
+		else
+			err = rows_of_function(cfi, start, limit, t, &cap);
+		/* An entry point without CFI (ld.so's _start): outermost up to the next function. */
+		if (!err && entry > start && entry < limit && t->nrows &&
+		    t->rows[t->nrows - 1].cfa_rule == UNWIND_CFA_NONE && t->rows[t->nrows - 1].pc <= entry) {
+			static const struct unwind_row outermost = { .cfa_rule = UNWIND_CFA_END };
+
+			err = row_push(t, &cap, entry, &outermost);
+		}
+	}
 	dwarf_cfi_end(cfi);
 	if (err)
 		cfi_table_free(t);
@@ -294,21 +378,24 @@ void cfi_table_free(struct cfi_table *t)
 {
 	free(t->rows);
 	free(t->fde_starts);
+	free(t->fde_ends);
 	memset(t, 0, sizeof(*t));
 }
 
-uint64_t cfi_function_start(const struct cfi_table *t, uint64_t addr)
+uint64_t cfi_function_start(const uint64_t *starts, const uint64_t *ends, size_t nstarts, uint64_t addr)
 {
-	size_t lo = 0, hi = t->nfdes;
+	size_t lo = 0, hi = nstarts;
 
 	/* The last start <= addr. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (t->fde_starts[mid] <= addr)
+		if (starts[mid] <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo ? t->fde_starts[lo - 1] : 0;
+	if (!lo || (ends && ends[lo - 1] && addr >= ends[lo - 1]))
+		return 0;	/* in no function: between FDEs */
+	return starts[lo - 1];
 }

@@ -15,6 +15,7 @@ struct cfi_table {
 	struct unwind_row *rows;	/* sorted by pc, no two neighbours alike */
 	size_t nrows;
 	uint64_t *fde_starts;		/* sorted start addresses of the functions (FDEs) */
+	uint64_t *fde_ends;		/* their ends (0: not known) */
 	size_t nfdes;
 	size_t eh_frame_bytes;		/* size of .eh_frame, for the memory report */
 	size_t unsupported;		/* rows whose CFA rule the walk cannot follow (it stops there) */
@@ -28,7 +29,14 @@ struct cfi_table {
 int cfi_table_build(Elf *elf, struct cfi_table *t);
 void cfi_table_free(struct cfi_table *t);
 
-/* Start of the function (FDE) holding @addr (an ELF virtual address), or 0 when none does. */
-uint64_t cfi_function_start(const struct cfi_table *t, uint64_t addr);
+/*
+ * The functions' start addresses from .eh_frame_hdr's sorted table, and their
+ * ends (0 where the FDE is not in the usual form), into malloc'd arrays:
+ * 0, -ENOENT (no table in a layout we read) or -ENOMEM.
+ */
+int cfi_fde_starts(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts);
+
+/* The start of the function holding @addr: the last of @starts <= @addr, if @addr is before its end; else 0. */
+uint64_t cfi_function_start(const uint64_t *starts, const uint64_t *ends, size_t nstarts, uint64_t addr);
 
 #endif /* UNWIND_CFI_H */

@@ -36,8 +36,6 @@ struct unwind_file {
 	int nloads;
 	uint32_t first_row;
 	uint32_t nrows;		/* 0: no table (none in the file, or no room): frame pointers */
-	uint64_t *fde_starts;	/* kept to name functions without symbols */
-	size_t nfdes;
 };
 
 struct unwinder {
@@ -59,6 +57,28 @@ struct unwinder {
 	uint32_t unsupported_rows;
 };
 
+static struct unwind_file *file_get(struct unwinder *u, uint32_t tgid, uint64_t start, uint64_t end,
+				    const char *path);
+
+/*
+ * Nearly every process maps the host's libc and dynamic loader: their tables
+ * (10 ms) are built before the first sample, so that a new process's first
+ * samples wait only for its own files.  Other roots (containers) are built
+ * when met.
+ */
+static void prebuild_host_libc(struct unwinder *u)
+{
+	static const char *const paths[] = {
+		"/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2",
+		"/usr/lib64/libc.so.6", "/lib/ld-musl-x86_64.so.1",
+	};
+	uint32_t self = (uint32_t)getpid();
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (access(paths[i], R_OK) == 0)
+			file_get(u, self, 0, 0, paths[i]);	/* no map_files entry: the root path */
+}
+
 struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd)
 {
 	struct unwinder *u = calloc_logged(1, sizeof(*u));
@@ -73,6 +93,7 @@ struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd)
 	u->rows_fd = rows_fd;
 	u->rows_cap = rows_cap;
 	u->procs_fd = procs_fd;
+	prebuild_host_libc(u);
 	return u;
 }
 
@@ -80,8 +101,6 @@ void unwinder_free(struct unwinder *u)
 {
 	if (!u)
 		return;
-	for (size_t i = 0; i < u->nfiles; i++)
-		free(u->files[i].fde_starts);
 	free(u->files);
 	free(u->scratch);
 	free(u);
@@ -163,9 +182,6 @@ static void file_build(struct unwinder *u, struct unwind_file *f, Elf *elf, cons
 		f->nrows = t.nrows;
 		u->rows_used += t.nrows;
 	}
-	f->fde_starts = t.fde_starts;	/* taken over: kept for naming */
-	f->nfdes = t.nfdes;
-	t.fde_starts = NULL;
 	cfi_table_free(&t);
 }
 
@@ -365,18 +381,6 @@ int unwinder_track(struct unwinder *u, uint32_t tgid)
 		}
 	}
 	u->procs_written++;
-	return 0;
-}
-
-uint64_t unwinder_function_start(const struct unwinder *u, uint64_t dev, uint64_t ino, uint64_t file_addr)
-{
-	for (size_t i = 0; u && i < u->nfiles; i++) {
-		const struct unwind_file *f = &u->files[i];
-		struct cfi_table t = { .fde_starts = f->fde_starts, .nfdes = f->nfdes };
-
-		if (f->dev == dev && f->ino == ino && f->nfdes)
-			return cfi_function_start(&t, file_addr);
-	}
 	return 0;
 }
 

@@ -35,13 +35,6 @@ void unwinder_free(struct unwinder *u);
  */
 int unwinder_track(struct unwinder *u, uint32_t tgid);
 
-/*
- * Start of the function holding @file_addr (an ELF virtual address) in the
- * file with @dev/@ino, from its FDEs; 0 when unknown.  Names functions that
- * have no symbol.
- */
-uint64_t unwinder_function_start(const struct unwinder *u, uint64_t dev, uint64_t ino, uint64_t file_addr);
-
 /* One line: files, rows, memory, .eh_frame read, build time, what did not fit. */
 void unwinder_report(const struct unwinder *u, FILE *out);
 

@@ -1,0 +1,123 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# DWARF (.eh_frame) unwinding in BPF.  nofp is built with -O2
+# -fomit-frame-pointer with known call chains (tests/workloads/unwind/nofp.c):
+# only the CFI walk finds its callers, so each chain is checked for whole
+# stacks, and the frame-pointer walk on the same program shows the checks
+# can fail.  Then Debian's own binaries (no frame pointers) as installed.
+. "$(dirname "$0")/../lib.sh"
+require_root
+require_aperture
+require_workload nofp nofp_stripped
+have_feature dwarf_unwind || skip_all "no DWARF unwinding here: $(feature_why dwarf_unwind)"
+
+ROOT='^nofp;_start;__libc_start_main;__libc_start_call_main;main;'
+# chain_share FOLDED LEAF_ERE CHAIN_ERE: of the weight whose leaf user frame
+# matches LEAF_ERE, the percent whose whole stack (comm first, kernel frames
+# dropped) matches CHAIN_ERE
+chain_share() {
+	LEAF="$2" CHAIN="$3" awk '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); gsub(/;[^;]*_\[k\]/, "", s)
+		n = split(s, fr, ";"); if (fr[n] !~ ENVIRON["LEAF"]) next
+		tot += w; if (s ~ ENVIRON["CHAIN"]) hit += w }
+		END { if (tot == 0) print 0; else printf "%.2f\n", 100 * hit / tot }' "$1"
+}
+# leaf_total FOLDED LEAF_ERE: the weight whose leaf user frame matches
+leaf_total() {
+	LEAF="$2" awk '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); gsub(/;[^;]*_\[k\]/, "", s)
+		n = split(s, fr, ";"); if (fr[n] ~ ENVIRON["LEAF"]) t += w } END { print t + 0 }' "$1"
+}
+
+# (At 499 Hz: a process's first sample comes before its tables exist and is a
+# frame-pointer walk; among ~1000 samples it weighs 0.1%.)
+# 1. main -> chain_a -> chain_b -> chain_c -> spin_until
+ap_ok "nofp chain" chain record -F 499 --unwind dwarf -d 30 -o "$TMP/chain.folded" -- "$WL/nofp" chain 3
+ge "samples in spin_until" "$(leaf_total "$TMP/chain.folded" '^spin_until$')" 150
+ge "spin_until: >= 99% show main;chain_a;chain_b;chain_c" \
+	"$(chain_share "$TMP/chain.folded" '^spin_until$' "${ROOT}chain_a;chain_b;chain_c;spin_until\$")" 99
+ok "the end line reports the tables" \
+	grep -qE '^aperture: unwind tables: [1-9][0-9]* files, [1-9][0-9]* rows, .* KiB per MiB of .eh_frame' "$TMP/chain.err"
+# The same program by frame pointers: the check above would fail.
+ap_ok "nofp chain --unwind fp" chainfp record --unwind fp -d 30 -o "$TMP/chainfp.folded" -- "$WL/nofp" chain 2
+ok "frame pointers alone do not find that chain (< 50%)" awk -v s="$(chain_share "$TMP/chainfp.folded" \
+	'^spin_until$' "${ROOT}chain_a;chain_b;chain_c;spin_until\$")" 'BEGIN { exit !(s < 50) }'
+ok "no unwind tables with --unwind fp" sh -c "! grep -q 'unwind tables' '$TMP/chainfp.err'"
+
+# 2. Into a shared library through the PLT.
+ap_ok "nofp lib" lib record -F 499 -d 30 -o "$TMP/lib.folded" -- "$WL/nofp" lib 3
+ge "lib_c: >= 99% show main;nofp_lib_a;lib_b;lib_c" \
+	"$(chain_share "$TMP/lib.folded" '^lib_c$' "${ROOT}nofp_lib_a;lib_b;lib_c\$")" 99
+
+# 3. A tiny library function called through the PLT 100M times a second:
+#    samples in the PLT stub (the CFA expression) and in the callee unwind too.
+ap_ok "nofp plt" plt record -F 499 -d 30 -o "$TMP/plt.folded" -- "$WL/nofp" plt 3
+ge "every frame under plt_loop: >= 99% reach main" \
+	"$(chain_share "$TMP/plt.folded" '.' "${ROOT}plt_loop(;|\$)")" 97
+ge "samples in nofp_lib_tiny or its PLT stub" "$(stack_weight "$TMP/plt.folded" ';plt_loop;[^;]+$')" 10
+
+# 4. A signal handler: through __restore_rt's ucontext to the interrupted frame.
+ap_ok "nofp signal" sig record -F 499 -d 30 -o "$TMP/sig.folded" -- "$WL/nofp" signal 3
+ge "samples in the handler" "$(leaf_total "$TMP/sig.folded" '^handler_spin$')" 50
+ge "handler_spin: >= 99% show main;sig_a;sig_b;<signal frame>;on_signal;handler_spin" \
+	"$(chain_share "$TMP/sig.folded" '^handler_spin$' "${ROOT}sig_a;sig_b;[^;]+;on_signal;handler_spin\$")" 99
+
+# 5. A leaf whose prologue pushes and epilogue pops callee-saved registers,
+#    called in a tight loop: samples at every instruction, including the first and the ret.
+ap_ok "nofp pushpop" pp record -F 499 -d 30 -o "$TMP/pp.folded" -- "$WL/nofp" pushpop 3
+ge "samples in pp_leaf" "$(leaf_total "$TMP/pp.folded" '^pp_leaf$')" 50
+ge "pp_leaf: >= 99% show main;pp_caller;pp_leaf" \
+	"$(chain_share "$TMP/pp.folded" '^pp_leaf$' "${ROOT}pp_caller;pp_leaf\$")" 99
+
+# 6. Off-CPU: the walk starts from the task's saved user registers at switch-out.
+ap_ok "nofp sleep --offcpu" sleep record --offcpu -d 30 -o "$TMP/sleep.folded" -- "$WL/nofp" sleep 2
+total=$(folded_total "$TMP/sleep.folded")
+ge "off-CPU: >= 95% of the blocked time shows main;sleep_a;sleep_b" \
+	"$(pct "$(stack_weight "$TMP/sleep.folded" "${ROOT}sleep_a;sleep_b;")" "$total")" 95
+
+# 7. No symbols at all: functions named by their FDE's start, one frame per function.
+ap_ok "nofp_stripped chain" strip record -d 30 -o "$TMP/strip.folded" -- "$WL/nofp_stripped" chain 2
+addr() { nm "$WL/nofp" | awk -v f="$1" '$3 == f { sub(/^0+/, "", $1); print $1 }'; }
+want=""
+for f in main chain_a chain_b chain_c spin_until; do want="$want;nofp_stripped[+]0x$(addr $f)"; done
+ge "stripped: >= 97% of the samples are main..spin_until named by function start" \
+	"$(chain_share "$TMP/strip.folded" '.' "^nofp_stripped;.*$want\$")" 97
+is "stripped: spin_until is one frame, not one per address" \
+	"$(count_frames "$TMP/strip.folded" '^nofp_stripped\+0x' | awk '{ print ($1 > 0) }')" 1
+
+# 8. Debian's binaries as installed: >= 95% of samples reach __libc_start_call_main or _start.
+reach() { pct "$(stack_weight "$1" "^$2;.*(;__libc_start_call_main;|;_start;)")" "$(stack_weight "$1" "^$2;")"; }
+head -c 20000000 /dev/urandom >"$TMP/rand.bin"
+if [ -x /usr/bin/xz ]; then
+	ap_ok "xz -9" xz record -F 499 -d 30 -o "$TMP/xz.folded" -- /usr/bin/xz -9 -T1 -c "$TMP/rand.bin"
+	ge "xz: >= 95% of samples reach main" "$(reach "$TMP/xz.folded" xz)" 95
+	ge "xz: samples" "$(stack_weight "$TMP/xz.folded" '^xz;')" 100
+else
+	skip "xz" "xz is not installed"
+fi
+if [ -x /usr/bin/gzip ]; then
+	ap_ok "gzip -9" gz record -F 499 -d 30 -o "$TMP/gz.folded" -- /usr/bin/gzip -9 -c "$TMP/rand.bin"
+	ge "gzip: >= 95% of samples reach main" "$(reach "$TMP/gz.folded" gzip)" 95
+else
+	skip "gzip" "gzip is not installed"
+fi
+if [ -x /usr/bin/python3 ]; then
+	cat >"$TMP/loop.py" <<-'EOF'
+	import time
+	def work(n):
+	    s = 0
+	    for i in range(n):
+	        s += i * i % 7
+	    return s
+	end = time.time() + 3
+	while time.time() < end:
+	    work(100000)
+	EOF
+	ap_ok "python3 loop" py record -F 499 -d 30 -o "$TMP/py.folded" -- /usr/bin/python3 "$TMP/loop.py"
+	ge "python3: >= 95% of samples reach main" "$(reach "$TMP/py.folded" python3)" 95
+else
+	skip "python3" "python3 is not installed"
+fi
+
+# 9. A bad mode is a usage error.
+run_ap badmode record --unwind sideways -d 1
+is "--unwind with a bad value exits 2" "$AP_RC" 2
+done_testing

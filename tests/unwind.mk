@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: GPL-2.0
+# Fixtures for tests/bpf/75-unwind.t: code WITHOUT frame pointers, so that
+# only the DWARF (.eh_frame) walk finds its callers.  Included by
+# tests/Makefile (cwd tests/, B = build).
+UNWIND_SRC    := workloads/unwind
+UNWIND_CFLAGS := -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables -Wall
+
+.PHONY: unwind
+all: unwind
+unwind: $(B)/nofp $(B)/nofp_stripped
+
+$(B)/nofp $(B)/libnofp.so: unwind.mk
+
+$(B)/libnofp.so: $(UNWIND_SRC)/libnofp.c | $(B)
+	$(CC) $(UNWIND_CFLAGS) -fPIC -shared -o $@ $<
+
+$(B)/nofp: $(UNWIND_SRC)/nofp.c $(B)/libnofp.so | $(B)
+	$(CC) $(UNWIND_CFLAGS) -fPIE -pie -o $@ $< -L$(B) -lnofp -Wl,-rpath,'$$ORIGIN'
+
+# No symbols at all: functions are named by their FDE's start (nofp_stripped+0xSTART).
+$(B)/nofp_stripped: $(B)/nofp
+	strip -s -o $@ $<
