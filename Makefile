@@ -63,7 +63,7 @@ $(BUILD)/user/cmd/%.o $(BUILD)/user/skywalking/%.o: CFLAGS += -Os
 # Plain code: the linker must see these definitions as they are, before the libraries.
 $(TRIM_OBJ): CFLAGS += -fno-lto
 AR         := gcc-ar
-LDLIBS     := -Wl,--start-group -lbpf -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lprotobuf-nanopb -ldw -lelf -lz -llzma -lbz2 -lzstd \
+LDLIBS     := -Wl,--start-group -lbpf -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lprotobuf-nanopb -ldw -lelf -liberty -lz -llzma -lbz2 -lzstd \
               -lpthread -lm -Wl,--end-group
 # What tests/Makefile needs to link against the archive.
 export APERTURE_LIB := $(abspath $(LIB))

@@ -20,3 +20,10 @@ $(B)/nofp: $(UNWIND_SRC)/nofp.c $(B)/libnofp.so | $(B)
 # No symbols at all: functions are named by their FDE's start (nofp_stripped+0xSTART).
 $(B)/nofp_stripped: $(B)/nofp
 	strip -s -o $@ $<
+
+# C++ names for the demangling checks (skipped where there is no C++ compiler).
+ifneq ($(shell command -v $(CXX) 2>/dev/null),)
+unwind: $(B)/cppdemo
+$(B)/cppdemo: $(UNWIND_SRC)/cppdemo.cc | $(B)
+	$(CXX) $(UNWIND_CFLAGS) -o $@ $<
+endif

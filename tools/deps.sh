@@ -2,7 +2,7 @@
 # Installs every build, test and benchmark dependency with apt-get.
 # Idempotent: quiet and fast when everything is already there.
 set -euo pipefail
-BUILD="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev liblzma-dev libbz2-dev libzstd-dev
+BUILD="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-dev liblzma-dev libbz2-dev libzstd-dev
        libnghttp2-dev libmbedtls-dev nanopb libnanopb-dev protobuf-compiler make gcc pkg-config file"
 TEST="libprotobuf-c-dev protobuf-c-compiler golang-go libxml2-utils procps
       python3-grpcio python3-protobuf elfutils binutils util-linux valgrind xz-utils

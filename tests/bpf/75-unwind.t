@@ -117,7 +117,19 @@ else
 	skip "python3" "python3 is not installed"
 fi
 
-# 9. A bad mode is a usage error.
+# 9. C++ names demangled (libiberty), and as they are with --no-demangle.
+if [ -x "$WL/cppdemo" ]; then
+	ap_ok "cppdemo" cpp record -d 30 -o "$TMP/cpp.folded" -- "$WL/cppdemo" 2
+	ge "demangled: demo::Worker::spin(int, double) is the leaf (folded: spaces as _)" \
+		"$(leaf_total "$TMP/cpp.folded" '^demo::Worker::spin\(int,_double\)$')" 50
+	ap_ok "cppdemo --no-demangle" cppraw record --no-demangle -d 30 -o "$TMP/cppraw.folded" -- "$WL/cppdemo" 1
+	ge "--no-demangle: _ZN4demo6Worker4spinEid is the leaf" \
+		"$(leaf_total "$TMP/cppraw.folded" '^_ZN4demo6Worker4spinEid$')" 20
+else
+	skip "demangling" "no C++ compiler built tests/build/cppdemo"
+fi
+
+# 10. A bad mode is a usage error.
 run_ap badmode record --unwind sideways -d 1
 is "--unwind with a bad value exits 2" "$AP_RC" 2
 done_testing

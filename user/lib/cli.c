@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 #include "cli.h"
 #include "profiler.h"
+#include "symbolize.h"
 #include "util.h"
 
 #ifndef CAP_PERFMON
@@ -186,6 +187,7 @@ void cli_libbpf_logging(void)
 enum {
 	CLI_OPT_CGROUP = 200,
 	CLI_OPT_UNWIND,
+	CLI_OPT_NO_DEMANGLE,
 	CLI_KIND_FLAG = 300,		/* + ops->id */
 	CLI_KIND_OPTION = 400,		/* + ops->id * CLI_KIND_OPTIONS_MAX + index */
 };
@@ -197,6 +199,7 @@ static const struct option target_options[] = {
 	{ "user-only", no_argument, NULL, 'U' },
 	{ "kernel-only", no_argument, NULL, 'K' },
 	{ "unwind", required_argument, NULL, CLI_OPT_UNWIND },
+	{ "no-demangle", no_argument, NULL, CLI_OPT_NO_DEMANGLE },
 };
 
 static bool add_option(struct option *opts, int *n, int max, struct option entry)
@@ -309,6 +312,7 @@ void cli_profiler_help(FILE *out, unsigned groups)
 		help_line(out, 0, "unwind", "MODE",
 			  "user stacks: auto (default: DWARF .eh_frame tables where the kernel allows,\n"
 			  "else frame pointers), dwarf (an error if it cannot), fp (frame pointers only)");
+		help_line(out, 0, "no-demangle", NULL, "C++ and Rust names as in the symbol table (_ZN...)");
 	}
 	for (int k = 0; (groups & CLI_KIND_OPTIONS) && profilers[k]; k++)
 		for (const struct profiler_option *po = profilers[k]->options; po && po->name; po++)
@@ -377,6 +381,9 @@ static int target_option(int c, const char *arg, struct profiler_opts *o, uint32
 		return 1;
 	case CLI_OPT_UNWIND:
 		return parse_unwind(arg, &o->unwind) ? 1 : -1;
+	case CLI_OPT_NO_DEMANGLE:
+		symbolizer_demangle(false);
+		return 1;
 	}
 	return 0;
 }

@@ -29,6 +29,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
+#include <libiberty/demangle.h>
 #include "elfsyms.h"
 #include "kallsyms.h"
 #include "strintern.h"
@@ -185,6 +186,34 @@ static void frame_name(struct symbolizer *sym, struct sym_frame *out)
 	out->name = strintern(&sym->names, buf);
 	if (!out->name)
 		out->name = out->mapping->name;	/* over the name budget: still never NULL */
+}
+
+static bool demangle_names = true;
+
+void symbolizer_demangle(bool on)
+{
+	demangle_names = on;
+}
+
+/*
+ * C++ (_Z...) and Rust (_R..., and legacy _ZN...17h<hash>E) names as people
+ * write them, with C++ parameter types so that overloads stay apart.
+ * libiberty's demangler, the one binutils and gdb use.
+ */
+static void frame_demangle(struct symbolizer *sym, struct sym_frame *out)
+{
+	const char *name = out->function, *plain_interned;
+	char *plain;
+
+	if (!demangle_names || !name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+		return;
+	plain = cplus_demangle(name, DMGL_AUTO | DMGL_PARAMS | DMGL_ANSI);
+	if (!plain)
+		return;	/* not a mangled name after all */
+	plain_interned = strintern(&sym->names, plain);
+	free(plain);
+	if (plain_interned)
+		out->function = plain_interned;
 }
 
 static void frame_symbol(struct sym_frame *out, const struct symtab *tab, uint64_t key)
@@ -731,6 +760,8 @@ static void user_file_frame(struct symbolizer *sym, struct proc_map *m, struct s
 		frame_symbol(out, &m->file->syms.tab, vaddr);
 		if (!out->function)
 			frame_fde(sym, m, out, vaddr);
+		else
+			frame_demangle(sym, out);
 	}
 }
 

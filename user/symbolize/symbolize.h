@@ -54,6 +54,9 @@ int symbolizer_track(struct symbolizer *sym, uint32_t tgid);
  */
 void symbolizer_reread_young(struct symbolizer *sym);
 
+/* Demangle C++ and Rust names (default on; --no-demangle turns it off), for every symbolizer. */
+void symbolizer_demangle(bool on);
+
 /* Fills @out for a user address of @tgid (tracks @tgid first if needed). Never fails: unknown frames get "[unknown]". */
 void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struct sym_frame *out);
 
