@@ -6,7 +6,8 @@
 # See bench/README.md for what is measured and how to read the table.
 #
 # Environment knobs: ROUNDS (default 5), D (seconds per workload run, 5),
-# HZ (99), RSS_SECONDS (10), APERTURE (path of the binary, ./aperture).
+# HZ (99), RSS_SECONDS (10), APERTURE (path of the binary, ./aperture),
+# PROFILER_BENCHES (1: also bench/syscalls.sh and bench/locks.sh; 0: not).
 # Every command runs under a timeout; the EXIT trap kills what this script
 # started and restores kernel.bpf_stats_enabled.
 set -uo pipefail
@@ -431,6 +432,14 @@ main() {
 	fi
 
 	print_goals
+
+	# The lock and syscall profilers' own benchmarks: tables and goals of their own.
+	if [ "${PROFILER_BENCHES:-1}" = 1 ]; then
+		printf '\n'
+		APERTURE=$APERTURE bash bench/syscalls.sh
+		printf '\n'
+		APERTURE=$APERTURE D=$D bash bench/locks.sh
+	fi
 }
 
 main "$@"

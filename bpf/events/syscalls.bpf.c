@@ -47,18 +47,34 @@ static inline __attribute__((always_inline)) void syscalls_value_add(struct sysc
 		__sync_fetch_and_add(&slot->hist[i], 1);
 }
 
-/* floor(log2(ns)), capped to the last slot. */
+/* floor(log2(ns)) by halving (6 steps, not a loop of up to 35), capped to the last slot. */
 static __always_inline __u32 hist_slot(__u64 ns)
 {
 	__u32 slot = 0;
 
-	for (int i = 0; i < SYSCALL_HIST_SLOTS - 1; i++) {
-		if (ns < 2)
-			break;
-		ns >>= 1;
-		slot++;
+	if (ns >> 32) {
+		ns >>= 32;
+		slot += 32;
 	}
-	return slot;
+	if (ns >> 16) {
+		ns >>= 16;
+		slot += 16;
+	}
+	if (ns >> 8) {
+		ns >>= 8;
+		slot += 8;
+	}
+	if (ns >> 4) {
+		ns >>= 4;
+		slot += 4;
+	}
+	if (ns >> 2) {
+		ns >>= 2;
+		slot += 2;
+	}
+	if (ns >> 1)
+		slot += 1;
+	return slot < SYSCALL_HIST_SLOTS ? slot : SYSCALL_HIST_SLOTS - 1;
 }
 
 /* --syscall-filter: is syscall @id one of those kept? */

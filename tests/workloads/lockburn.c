@@ -12,7 +12,8 @@
  *                                    mutex (contended: futex(FUTEX_LOCK_PI))
  *   lockburn uncontended N           N lock/unlock pairs on one thread; prints ns=N
  *   lockburn mmap SECONDS THREADS    threads mmap/munmap in a loop: they contend
- *                                    on the process's mmap_lock in the kernel
+ *                                    on the process's mmap_lock in the kernel;
+ *                                    prints maps=N (mmap/munmap pairs done)
  *   lockburn exitwait                a thread blocks on a held mutex when the
  *                                    process exits (a wait that never ends)
  */
@@ -32,7 +33,7 @@ static pthread_mutex_t cv_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static volatile uint64_t sink;
 static double run_seconds;
-static uint64_t total_wait_ns, total_locks;
+static uint64_t total_wait_ns, total_locks, total_maps;
 static int cv_turn;
 
 static uint64_t now_ns(void)
@@ -87,8 +88,13 @@ static void *mmap_thread(void *arg)
 {
 	uint64_t end = now_ns() + (uint64_t)(run_seconds * 1e9);
 
-	while (now_ns() < end)
+	uint64_t maps = 0;
+
+	while (now_ns() < end) {
 		map_unmap();
+		maps++;
+	}
+	__sync_fetch_and_add(&total_maps, maps);
 	return NULL;
 }
 
@@ -176,6 +182,7 @@ int main(int argc, char **argv)
 		exit_while_waiting();
 	} else if (!strcmp(mode, "mmap")) {
 		run_threads(mmap_thread, threads);
+		printf("maps=%llu\n", (unsigned long long)total_maps);
 	} else if (!strcmp(mode, "condvar")) {
 		cv_turn = 0;
 		run_threads(cv_thread, 2);
