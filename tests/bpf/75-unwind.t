@@ -35,7 +35,7 @@ ge "samples in spin_until" "$(leaf_total "$TMP/chain.folded" '^spin_until$')" 15
 ge "spin_until: >= 99% show main;chain_a;chain_b;chain_c" \
 	"$(chain_share "$TMP/chain.folded" '^spin_until$' "${ROOT}chain_a;chain_b;chain_c;spin_until\$")" 99
 ok "the end line reports the tables" \
-	grep -qE '^aperture: unwind tables: [1-9][0-9]* files, [1-9][0-9]* rows, .* KiB per MiB of .eh_frame' "$TMP/chain.err"
+	grep -qE '^aperture: unwind tables: [1-9][0-9]* files, [1-9][0-9]* rows of [0-9]+, .* KiB per MiB of .eh_frame' "$TMP/chain.err"
 # The same program by frame pointers: the check above would fail.
 ap_ok "nofp chain --unwind fp" chainfp record --unwind fp -d 30 -o "$TMP/chainfp.folded" -- "$WL/nofp" chain 2
 ok "frame pointers alone do not find that chain (< 50%)" awk -v s="$(chain_share "$TMP/chainfp.folded" \
@@ -117,7 +117,22 @@ else
 	skip "python3" "python3 is not installed"
 fi
 
-# 9. C++ names demangled (libiberty), and as they are with --no-demangle.
+# 9. Bounded tables: room for the host's libc and ld.so and a little more.
+#    xz's tables fill it; once xz has exited, gzip's need room: the files no
+#    live process maps are evicted (oldest use first) and gzip unwinds whole.
+head -c 1000000 /dev/urandom >"$TMP/r1.bin"
+bg sh -c "exec /usr/bin/xz -9 -T1 -c '$TMP/r1.bin' >/dev/null"
+xz_pid=$BG_PID
+bg sh -c "sleep 3; exec /usr/bin/gzip -9 -c '$TMP/rand.bin' >/dev/null"
+gz_pid=$BG_PID
+ap_ok "--unwind-rows 36000, xz then gzip" evict record -F 499 --unwind-rows 36000 -d 6 -p "$xz_pid,$gz_pid" \
+	-o "$TMP/evict.folded"
+ge "files were evicted" "$(sed -n 's/.* \([0-9]*\) evicted.*/\1/p' "$TMP/evict.err")" 1
+ge "gzip after the eviction: >= 90% of samples reach main" "$(reach "$TMP/evict.folded" gzip)" 90
+run_ap badrows record --unwind-rows 12 -d 1
+is "--unwind-rows below 1024 exits 2" "$AP_RC" 2
+
+# 10. C++ names demangled (libiberty), and as they are with --no-demangle.
 if [ -x "$WL/cppdemo" ]; then
 	ap_ok "cppdemo" cpp record -d 30 -o "$TMP/cpp.folded" -- "$WL/cppdemo" 2
 	ge "demangled: demo::Worker::spin(int, double) is the leaf (folded: spaces as _)" \
@@ -129,7 +144,7 @@ else
 	skip "demangling" "no C++ compiler built tests/build/cppdemo"
 fi
 
-# 10. A bad mode is a usage error.
+# 11. A bad mode is a usage error.
 run_ap badmode record --unwind sideways -d 1
 is "--unwind with a bad value exits 2" "$AP_RC" 2
 done_testing

@@ -188,6 +188,7 @@ enum {
 	CLI_OPT_CGROUP = 200,
 	CLI_OPT_UNWIND,
 	CLI_OPT_NO_DEMANGLE,
+	CLI_OPT_UNWIND_ROWS,
 	CLI_KIND_FLAG = 300,		/* + ops->id */
 	CLI_KIND_OPTION = 400,		/* + ops->id * CLI_KIND_OPTIONS_MAX + index */
 };
@@ -200,6 +201,7 @@ static const struct option target_options[] = {
 	{ "kernel-only", no_argument, NULL, 'K' },
 	{ "unwind", required_argument, NULL, CLI_OPT_UNWIND },
 	{ "no-demangle", no_argument, NULL, CLI_OPT_NO_DEMANGLE },
+	{ "unwind-rows", required_argument, NULL, CLI_OPT_UNWIND_ROWS },
 };
 
 static bool add_option(struct option *opts, int *n, int max, struct option entry)
@@ -312,6 +314,8 @@ void cli_profiler_help(FILE *out, unsigned groups)
 		help_line(out, 0, "unwind", "MODE",
 			  "user stacks: auto (default: DWARF .eh_frame tables where the kernel allows,\n"
 			  "else frame pointers), dwarf (an error if it cannot), fp (frame pointers only)");
+		help_line(out, 0, "unwind-rows", "N", "room for N unwind-table rows of 12 bytes (default 1048576: 12 MiB\n"
+			  "of kernel memory); files no live process maps are evicted first");
 		help_line(out, 0, "no-demangle", NULL, "C++ and Rust names as in the symbol table (_ZN...)");
 	}
 	for (int k = 0; (groups & CLI_KIND_OPTIONS) && profilers[k]; k++)
@@ -384,6 +388,14 @@ static int target_option(int c, const char *arg, struct profiler_opts *o, uint32
 	case CLI_OPT_NO_DEMANGLE:
 		symbolizer_demangle(false);
 		return 1;
+	case CLI_OPT_UNWIND_ROWS: {
+		uint64_t rows;
+
+		if (!cli_parse_u64("--unwind-rows", arg, 1024, 1u << 24, &rows))
+			return -1;
+		o->unwind_rows = (uint32_t)rows;
+		return 1;
+	}
 	}
 	return 0;
 }

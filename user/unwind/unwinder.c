@@ -5,8 +5,11 @@
  * get a sorted list of their executable mappings with the bias that turns a
  * pc into the file's link-time address.  Files are keyed by device, inode and
  * mtime (so that two containers' copies of one libc share nothing, but two
- * processes of one container share everything).  The rows array only grows:
- * what does not fit is walked with frame pointers and counted.
+ * processes of one container share everything).  The rows array is bounded
+ * (--unwind-rows): when a table does not fit, the processes that are gone are
+ * dropped and the rows of files no live process maps are freed (first fit
+ * over the freed ranges); a table that still does not fit is counted and its
+ * file walked with frame pointers.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +39,21 @@ struct unwind_file {
 	int nloads;
 	uint32_t first_row;
 	uint32_t nrows;		/* 0: no table (none in the file, or no room): frame pointers */
+	uint32_t refs;		/* live tracked processes mapping it */
+	uint64_t last_used;	/* unwinder.clock when a process last mapped it: eviction order */
+	bool evicted;		/* its rows were freed: built again when a process maps it */
+};
+
+/* Rows freed by evictions, sorted by first, neighbours merged. */
+struct row_range {
+	uint32_t first, count;
+};
+
+/* A process whose mappings are in unwind_procs, and the files they name. */
+struct tracked_proc {
+	uint32_t tgid;
+	uint32_t nfiles;
+	uint32_t *files;	/* indices into unwinder.files */
 };
 
 struct unwinder {
@@ -46,11 +64,19 @@ struct unwinder {
 	struct unwind_file *files;
 	size_t nfiles, files_cap;
 	struct unwind_proc *scratch;	/* 4 KiB: not on the stack */
+	uint32_t scratch_files[UNWIND_MAX_MAPPINGS];	/* the files of the mappings in scratch */
+	uint32_t scratch_nfiles;
+	uint64_t clock;			/* one tick per process tracked */
+	struct row_range *free_rows;
+	size_t nfree, free_cap;
+	struct tracked_proc *procs;
+	size_t nprocs, procs_cap;
 	/* for the report */
 	uint64_t eh_frame_bytes;
 	uint64_t build_ns;
 	uint32_t files_without;		/* no .eh_frame (or none the walk can use) */
-	uint32_t files_no_room;		/* rows array full */
+	uint32_t files_no_room;		/* rows array full, even after evicting */
+	uint32_t files_evicted;		/* rows freed for others' (no live process mapped them) */
 	uint32_t procs_written;
 	uint32_t procs_full;		/* unwind_procs full even after dropping the dead */
 	uint32_t mappings_dropped;	/* beyond UNWIND_MAX_MAPPINGS in one process */
@@ -101,6 +127,10 @@ void unwinder_free(struct unwinder *u)
 {
 	if (!u)
 		return;
+	for (size_t i = 0; i < u->nprocs; i++)
+		free(u->procs[i].files);
+	free(u->procs);
+	free(u->free_rows);
 	free(u->files);
 	free(u->scratch);
 	free(u);
@@ -155,13 +185,105 @@ static int rows_write(struct unwinder *u, uint32_t first, const struct unwind_ro
 	return 0;
 }
 
+/* ---- room in the rows array ---- */
+
+static int range_free(struct unwinder *u, uint32_t first, uint32_t count)
+{
+	size_t i = 0;
+
+	while (i < u->nfree && u->free_rows[i].first < first)
+		i++;
+	if (u->nfree == u->free_cap) {
+		size_t cap = u->free_cap ? u->free_cap * 2 : 16;
+		struct row_range *grown = realloc(u->free_rows, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;	/* those rows stay lost: counted nowhere, harmless */
+		u->free_rows = grown;
+		u->free_cap = cap;
+	}
+	memmove(&u->free_rows[i + 1], &u->free_rows[i], (u->nfree - i) * sizeof(*u->free_rows));
+	u->free_rows[i] = (struct row_range){ first, count };
+	u->nfree++;
+	/* Merge with the next, then with the previous. */
+	if (i + 1 < u->nfree && first + count == u->free_rows[i + 1].first) {
+		u->free_rows[i].count += u->free_rows[i + 1].count;
+		memmove(&u->free_rows[i + 1], &u->free_rows[i + 2], (u->nfree - i - 2) * sizeof(*u->free_rows));
+		u->nfree--;
+	}
+	if (i > 0 && u->free_rows[i - 1].first + u->free_rows[i - 1].count == first) {
+		u->free_rows[i - 1].count += u->free_rows[i].count;
+		memmove(&u->free_rows[i], &u->free_rows[i + 1], (u->nfree - i - 1) * sizeof(*u->free_rows));
+		u->nfree--;
+	}
+	return 0;
+}
+
+/* First fit over the freed ranges, then the never-used end. */
+static bool range_take(struct unwinder *u, uint32_t count, uint32_t *first)
+{
+	for (size_t i = 0; i < u->nfree; i++) {
+		struct row_range *r = &u->free_rows[i];
+
+		if (r->count < count)
+			continue;
+		*first = r->first;
+		r->first += count;
+		r->count -= count;
+		if (!r->count) {
+			memmove(r, r + 1, (u->nfree - i - 1) * sizeof(*r));
+			u->nfree--;
+		}
+		return true;
+	}
+	if (count > u->rows_cap - u->rows_used)
+		return false;
+	*first = u->rows_used;
+	u->rows_used += count;
+	return true;
+}
+
+static int procs_sweep(struct unwinder *u);
+
+/* Frees the rows of the file no live process maps that was used longest ago; false when there is none. */
+static bool evict_one(struct unwinder *u)
+{
+	struct unwind_file *oldest = NULL;
+
+	for (size_t i = 0; i < u->nfiles; i++) {
+		struct unwind_file *f = &u->files[i];
+
+		if (!f->refs && f->nrows && (!oldest || f->last_used < oldest->last_used))
+			oldest = f;
+	}
+	if (!oldest || range_free(u, oldest->first_row, oldest->nrows))
+		return false;
+	oldest->nrows = 0;
+	oldest->evicted = true;
+	u->files_evicted++;
+	return true;
+}
+
+static bool rows_alloc(struct unwinder *u, uint32_t count, uint32_t *first)
+{
+	if (range_take(u, count, first))
+		return true;
+	procs_sweep(u);	/* the dead's files become evictable */
+	while (evict_one(u))
+		if (range_take(u, count, first))
+			return true;
+	return false;
+}
+
 /* Builds @f's rows from the ELF in @elf and puts them in the rows map, if there is room. */
 static void file_build(struct unwinder *u, struct unwind_file *f, Elf *elf, const char *what)
 {
 	struct cfi_table t;
 	uint64_t start = now_ns(CLOCK_MONOTONIC);
+	uint32_t first;
 	int err;
 
+	f->nloads = 0;
 	file_read_loads(elf, f);
 	err = cfi_table_build(elf, &t);
 	u->build_ns += now_ns(CLOCK_MONOTONIC) - start;
@@ -170,17 +292,20 @@ static void file_build(struct unwinder *u, struct unwind_file *f, Elf *elf, cons
 		log_info("unwind: no table for %s: %s", what, strerror(-err));
 		return;
 	}
-	u->eh_frame_bytes += t.eh_frame_bytes;
-	u->unsupported_rows += t.unsupported;
-	if (t.nrows > u->rows_cap - u->rows_used) {
+	if (!f->evicted) {
+		u->eh_frame_bytes += t.eh_frame_bytes;
+		u->unsupported_rows += t.unsupported;
+	}
+	f->evicted = false;
+	if (t.nrows > UINT32_MAX || !rows_alloc(u, (uint32_t)t.nrows, &first)) {
 		u->files_no_room++;
 		log_info("unwind: no room for the %zu rows of %s", t.nrows, what);
-	} else if ((err = rows_write(u, u->rows_used, t.rows, t.nrows)) != 0) {
+	} else if ((err = rows_write(u, first, t.rows, (uint32_t)t.nrows)) != 0) {
 		log_warn("unwind: cannot write the rows of %s: %s", what, strerror(-err));
+		range_free(u, first, (uint32_t)t.nrows);
 	} else {
-		f->first_row = u->rows_used;
-		f->nrows = t.nrows;
-		u->rows_used += t.nrows;
+		f->first_row = first;
+		f->nrows = (uint32_t)t.nrows;
 	}
 	cfi_table_free(&t);
 }
@@ -236,10 +361,10 @@ static struct unwind_file *file_get(struct unwinder *u, uint32_t tgid, uint64_t 
 		return NULL;
 	}
 	f = file_find(u, st.st_dev, st.st_ino, st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec);
+	if (f && !f->evicted)
+		goto out;
 	if (!f)
 		f = file_add(u, st.st_dev, st.st_ino, st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec);
-	else
-		goto out;
 	if (!f)
 		goto out;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -315,6 +440,10 @@ static bool mapping_from_line(struct unwinder *u, uint32_t tgid, char *line, str
 		f = file_get(u, tgid, start, end, path);
 	else if (strcmp(path, "[vdso]") == 0)
 		f = vdso_get(u);
+	if (f && u->scratch_nfiles < UNWIND_MAX_MAPPINGS) {
+		u->scratch_files[u->scratch_nfiles++] = (uint32_t)(f - u->files);
+		f->last_used = u->clock;
+	}
 	/* Anonymous (JIT) code and files without a table: frame pointers (nrows 0). */
 	if (f && f->nrows && file_bias(f, start, offset, &m->bias)) {
 		m->first_row = f->first_row;
@@ -334,6 +463,8 @@ static int proc_read(struct unwinder *u, uint32_t tgid, struct unwind_proc *proc
 	if (!f)
 		return -ESRCH;
 	memset(proc, 0, sizeof(*proc));
+	u->scratch_nfiles = 0;
+	u->clock++;
 	while (getline(&line, &lcap, f) > 0) {
 		struct unwind_mapping m;
 
@@ -350,19 +481,73 @@ static int proc_read(struct unwinder *u, uint32_t tgid, struct unwind_proc *proc
 	return proc->nmappings ? 0 : -ESRCH;	/* a kernel thread or a zombie */
 }
 
-/* Drops the entries of processes that are gone; the number dropped. */
+/* ---- tracked processes ---- */
+
+static struct tracked_proc *tracked_find(struct unwinder *u, uint32_t tgid)
+{
+	for (size_t i = 0; i < u->nprocs; i++)
+		if (u->procs[i].tgid == tgid)
+			return &u->procs[i];
+	return NULL;
+}
+
+static void tracked_unref(struct unwinder *u, struct tracked_proc *t)
+{
+	for (uint32_t i = 0; i < t->nfiles; i++)
+		if (u->files[t->files[i]].refs)
+			u->files[t->files[i]].refs--;
+	free(t->files);
+	t->files = NULL;
+	t->nfiles = 0;
+}
+
+/* @tgid now maps the files in scratch_files: the references move to them. */
+static void tracked_set(struct unwinder *u, uint32_t tgid)
+{
+	struct tracked_proc *t = tracked_find(u, tgid);
+	uint32_t *files = malloc(u->scratch_nfiles * sizeof(*files) + 1);
+
+	if (!files)
+		return;	/* its files may be evicted under it: it then walks frame pointers */
+	if (!t) {
+		if (u->nprocs == u->procs_cap) {
+			size_t cap = u->procs_cap ? u->procs_cap * 2 : 64;
+			struct tracked_proc *grown = realloc(u->procs, cap * sizeof(*grown));
+
+			if (!grown) {
+				free(files);
+				return;
+			}
+			u->procs = grown;
+			u->procs_cap = cap;
+		}
+		t = &u->procs[u->nprocs++];
+		*t = (struct tracked_proc){ .tgid = tgid };
+	}
+	tracked_unref(u, t);
+	memcpy(files, u->scratch_files, u->scratch_nfiles * sizeof(*files));
+	t->files = files;
+	t->nfiles = u->scratch_nfiles;
+	for (uint32_t i = 0; i < t->nfiles; i++)
+		u->files[files[i]].refs++;
+}
+
+/* Drops the processes that are gone (their entries and their files' references); the number dropped. */
 static int procs_sweep(struct unwinder *u)
 {
-	uint32_t key, next, *prev = NULL;
 	int dropped = 0;
 
-	while (!bpf_map_get_next_key(u->procs_fd, prev, &next)) {
-		key = next;
-		if (kill((pid_t)key, 0) && errno == ESRCH && !bpf_map_delete_elem(u->procs_fd, &key)) {
-			dropped++;
-			continue;	/* prev stays: the next key after it is still right */
+	for (size_t i = 0; i < u->nprocs;) {
+		struct tracked_proc *t = &u->procs[i];
+
+		if (!(kill((pid_t)t->tgid, 0) && errno == ESRCH)) {
+			i++;
+			continue;
 		}
-		prev = &key;
+		bpf_map_delete_elem(u->procs_fd, &t->tgid);
+		tracked_unref(u, t);
+		u->procs[i] = u->procs[--u->nprocs];
+		dropped++;
 	}
 	return dropped;
 }
@@ -380,22 +565,26 @@ int unwinder_track(struct unwinder *u, uint32_t tgid)
 			return -errno;
 		}
 	}
+	tracked_set(u, tgid);
 	u->procs_written++;
 	return 0;
 }
 
 void unwinder_report(const struct unwinder *u, FILE *out)
 {
-	uint64_t table_bytes = (uint64_t)u->rows_used * sizeof(struct unwind_row);
+	uint64_t rows = 0, table_bytes;
 	size_t with = 0;
 
-	for (size_t i = 0; i < u->nfiles; i++)
+	for (size_t i = 0; i < u->nfiles; i++) {
 		with += u->files[i].nrows != 0;
-	fprintf(out, "aperture: unwind tables: %zu files, %u rows, %.1f MiB (%.0f KiB per MiB of .eh_frame), "
-		"built in %.0f ms; %u files without, %u without room, %u mappings beyond %d per process, "
-		"%u processes not tracked\n",
-		with, u->rows_used, table_bytes / 1048576.0,
+		rows += u->files[i].nrows;
+	}
+	table_bytes = rows * sizeof(struct unwind_row);
+	fprintf(out, "aperture: unwind tables: %zu files, %" PRIu64 " rows of %u, %.1f MiB (%.0f KiB per MiB of .eh_frame), "
+		"built in %.0f ms; %u files without, %u evicted, %u without room, %u mappings beyond %d "
+		"per process, %u processes not tracked\n",
+		with, rows, u->rows_cap, table_bytes / 1048576.0,
 		u->eh_frame_bytes ? table_bytes / 1024.0 / (u->eh_frame_bytes / 1048576.0) : 0.0,
-		u->build_ns / 1e6, u->files_without, u->files_no_room, u->mappings_dropped,
+		u->build_ns / 1e6, u->files_without, u->files_evicted, u->files_no_room, u->mappings_dropped,
 		UNWIND_MAX_MAPPINGS, u->procs_full);
 }
