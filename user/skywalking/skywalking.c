@@ -580,11 +580,11 @@ struct unresolved_names {
 #define UNKNOWN_START UINT64_MAX
 
 /*
- * Hook: the start of the function holding an unresolved frame, as a module
- * offset, from the module's .eh_frame FDEs.  The FDE tables are being built
- * for the unwinder (user/unwind/cfi.c, cfi_function_start()) and are not
- * reachable from a symbolized frame yet; until they are, every unresolved
- * frame of a module becomes the one "[unknown] module" node.
+ * The start of the function holding an unresolved frame.  The symbolizer
+ * already names code without a symbol by its .eh_frame FDE's start
+ * ("module+0xSTART" as the frame's function, user/symbolize/symbolize.c), so
+ * the frames that reach this table lie outside every FDE: no start is known
+ * and each module's become its one "[unknown] module" node.
  */
 static uint64_t unresolved_function_start(const struct sym_frame *f)
 {
