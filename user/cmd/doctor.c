@@ -47,6 +47,8 @@ static const struct ability extra_abilities[] = {
 	  "--lock-hold measures nothing" },
 	{ "kernel_lock_hold", "kernel lock hold times (--locks --lock-hold)", FEAT_BIT(FEAT_FENTRY),
 	  "user mutex holds only" },
+	{ "whole_user_stacks", "whole user stacks without frame pointers (--unwind dwarf)",
+	  FEAT_BIT(FEAT_DWARF_UNWIND), "frame-pointer walks only (--unwind fp)" },
 };
 
 struct system_facts {
