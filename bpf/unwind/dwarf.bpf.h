@@ -263,12 +263,19 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 	st->depth = 0;
 	bpf_loop(APERTURE_MAX_DEPTH + 1, unwind_step, &w, 0);
 	depth = st->depth;
-	if (w.truncated && depth > 0 && depth <= APERTURE_MAX_DEPTH) {
+	if (w.truncated && depth > 0) {
 		/* The marker goes after the last frame, or over it when the stack is full. */
-		if (depth == APERTURE_MAX_DEPTH)
-			depth--;
-		st->ips[depth] = APERTURE_IP_TRUNCATED;
-		st->depth = depth + 1;
+		if (depth >= APERTURE_MAX_DEPTH)
+			depth = APERTURE_MAX_DEPTH - 1;
+		/*
+		 * Checked again where it indexes: older verifiers (6.1) do not
+		 * narrow the clamp above's range, and clang would merge the two.
+		 */
+		barrier_var(depth);
+		if (depth < APERTURE_MAX_DEPTH) {
+			st->ips[depth] = APERTURE_IP_TRUNCATED;
+			st->depth = depth + 1;
+		}
 	}
 	return 1;
 }
