@@ -88,15 +88,22 @@ static long probe_loop_step(__u64 index, void *arg)
 	return 0;
 }
 
-/* What the DWARF walk (bpf/unwind/dwarf.bpf.h) needs: the user registers and bpf_loop. */
+/*
+ * What the DWARF walk (bpf/unwind/dwarf.bpf.h) needs: the user registers,
+ * bpf_loop and bpf_probe_read_user.  Under lockdown=confidentiality libbpf's
+ * own probe of bpf_probe_read_kernel fails, so it rewrites
+ * bpf_probe_read_user into the old bpf_probe_read, which lockdown denies:
+ * this probe then fails as the walk would, and stacks are frame-pointer walks.
+ */
 SEC("perf_event")
 int probe_dwarf_unwind(struct bpf_perf_event_data *ctx)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	__u64 sum = regs ? BPF_CORE_READ(regs, sp) : 0;
+	__u64 sum = regs ? regs->sp : 0, word = 0;	/* a direct load, as the walk does */
 
 	bpf_loop(4, probe_loop_step, &sum, 0);
-	return sum != 0;
+	bpf_probe_read_user(&word, sizeof(word), (const void *)sum);
+	return sum + word != 0;
 }
 
 /* The raw syscall tracepoints, reading the user registers as locks.bpf.c does. */

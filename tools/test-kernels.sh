@@ -130,6 +130,11 @@ for w in cpuburn sleeper pipeblock; do
 		gcc $WCFLAGS -o "$KDIR/bin/$w" "tests/workloads/$w.c" -lm
 	fi
 done
+# Without frame pointers: only the DWARF walk finds main -> chain_a -> chain_b -> chain_c.
+if [ ! -x "$KDIR/bin/nofp" ] || [ tests/workloads/unwind/nofp.c -nt "$KDIR/bin/nofp" ]; then
+	gcc -static -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables -o "$KDIR/bin/nofp" \
+		tests/workloads/unwind/nofp.c tests/workloads/unwind/libnofp.c
+fi
 if [ ! -x "$KDIR/bin/pprof_decode" ] || [ tests/tools/pprof_decode.c -nt "$KDIR/bin/pprof_decode" ] ||
    [ proto/pprof/profile.proto -nt "$KDIR/bin/pprof_decode" ]; then
 	mkdir -p "$KDIR/pprof-c"
@@ -146,7 +151,7 @@ mkdir -p "$ROOT"/{bin,proc,sys,dev,tmp,run,etc}
 cp /bin/busybox "$ROOT/bin/busybox"
 file -L "$ROOT/bin/busybox" | grep -q 'statically linked' || die "/bin/busybox is not static (install busybox-static)"
 cp "$APERTURE" "$ROOT/bin/aperture"
-cp "$KDIR"/bin/{cpuburn,sleeper,pipeblock,pprof_decode} "$ROOT/bin/"
+cp "$KDIR"/bin/{cpuburn,sleeper,pipeblock,nofp,pprof_decode} "$ROOT/bin/"
 cat >"$ROOT/init" <<'GUEST'
 #!/bin/busybox sh
 # aperture smoke test in the guest: TAP lines on the console, then power off.
@@ -221,6 +226,7 @@ sed 's/^/#   doctor: /' /tmp/step.out | head -60
 ITER="doctor --json did not say"
 if step "aperture doctor --json" aperture doctor --json; then
 	head -c 1 /tmp/step.out | grep -q '{' || diag "doctor --json output does not start with {"
+	cp /tmp/step.out /tmp/doctor.json
 	# whether pinned map iterators (DIR/NAME_folded) should work on this kernel
 	grep -q '"pinned_iterators": *{"ok": *true' /tmp/step.out && ITER=yes
 	grep -q '"pinned_iterators": *{"ok": *false' /tmp/step.out && ITER="doctor: $(grep -o '"pinned_iterators": *{[^}]*}' /tmp/step.out)"
@@ -275,6 +281,28 @@ else
 	skip "off-CPU stacks through sleep_50ms" "record failed"
 fi
 kill $SLEEPER 2>/dev/null
+
+# DWARF unwinding (--unwind dwarf where doctor says dwarf_unwind): whole stacks without frame pointers.
+if grep -q '"dwarf_unwind": *{"ok": *true' /tmp/doctor.json 2>/dev/null; then
+	# Running already, so that its table (slow to build under TCG) is there for most samples.
+	nofp chain 8 >/dev/null &
+	NOFP=$!
+	sleep 1
+	if step "record --unwind dwarf -p nofp" aperture record $V --unwind dwarf -F 499 -d 4 \
+		-o /tmp/nofp.folded -p $NOFP; then
+		whole=$(awk '{ w = $NF; t += w; if ($0 ~ /;main;chain_a;chain_b;chain_c;spin_until/) h += w }
+			END { if (t) printf "%.0f\n", 100 * h / t; else print 0 }' /tmp/nofp.folded)
+		diag "samples with main;chain_a;chain_b;chain_c;spin_until: $whole%"
+		[ "${whole:-0}" -ge 80 ] && pass "DWARF: >= 80% of nofp's samples are whole" ||
+			fail "DWARF: >= 80% of nofp's samples are whole" "got $whole%"
+	else
+		skip "DWARF: >= 80% of nofp's samples are whole" "record failed"
+	fi
+	kill $NOFP 2>/dev/null
+else
+	skip "record --unwind dwarf -p nofp" "doctor: no dwarf_unwind"
+	skip "DWARF: >= 80% of nofp's samples are whole" "doctor: no dwarf_unwind"
+fi
 
 # The pinned daemon: pins, kill -9, restart takes over, dump, iterator, unpin.
 aperture run $V --pin $DIR 2>/tmp/run1.err &

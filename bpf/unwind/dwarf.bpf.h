@@ -255,9 +255,10 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!regs)
 		return 0;
-	w.pc = BPF_CORE_READ(regs, ip);
-	w.sp = BPF_CORE_READ(regs, sp);
-	w.bp = BPF_CORE_READ(regs, bp);
+	/* Direct (BTF) loads: BPF_CORE_READ's bpf_probe_read_kernel is denied under lockdown=confidentiality. */
+	w.pc = regs->ip;
+	w.sp = regs->sp;
+	w.bp = regs->bp;
 	w.precise = true;
 	w.st = st;
 	st->depth = 0;

@@ -290,7 +290,190 @@ static uint64_t fde_end(Elf_Data *eh, uint64_t eh_vaddr, uint64_t fde_vaddr, uin
 	return start + range;
 }
 
+static int fde_starts_from_hdr(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts);
+
+/* ---- functions listed from .eh_frame itself (static binaries have no .eh_frame_hdr) ---- */
+
+/* Bytes of an encoded pointer's value (DW_EH_PE_* low nibble); 0: not one we read. */
+static size_t eh_pe_size(uint8_t enc)
+{
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr: case DW_EH_PE_udata8: case DW_EH_PE_sdata8: return 8;
+	case DW_EH_PE_udata4: case DW_EH_PE_sdata4: return 4;
+	case DW_EH_PE_udata2: case DW_EH_PE_sdata2: return 2;
+	default: return 0;
+	}
+}
+
+static int64_t eh_pe_value(const uint8_t *p, uint8_t enc)
+{
+	int16_t s16; int32_t s32; uint16_t u16; uint32_t u32; uint64_t u64;
+
+	switch (enc & 0x0f) {
+	case DW_EH_PE_udata2: memcpy(&u16, p, 2); return u16;
+	case DW_EH_PE_sdata2: memcpy(&s16, p, 2); return s16;
+	case DW_EH_PE_udata4: memcpy(&u32, p, 4); return u32;
+	case DW_EH_PE_sdata4: memcpy(&s32, p, 4); return s32;
+	default: memcpy(&u64, p, 8); return (int64_t)u64;
+	}
+}
+
+/* The FDE pointer encoding a CIE's augmentation ("zR", "zPLR", ...) names; absptr without 'z'. */
+static int cie_fde_encoding(const Dwarf_CIE *cie)
+{
+	const uint8_t *data = cie->augmentation_data;
+	const char *aug = cie->augmentation;
+
+	if (!aug || aug[0] != 'z')
+		return aug && aug[0] ? -1 : DW_EH_PE_absptr;
+	for (const char *c = aug + 1; *c; c++) {
+		size_t size;
+
+		switch (*c) {
+		case 'R':
+			return *data;
+		case 'P':
+			size = eh_pe_size(*data);
+			if (!size)
+				return -1;
+			data += 1 + size;
+			break;
+		case 'L':
+			data++;
+			break;
+		case 'S': case 'B':
+			break;
+		default:
+			return -1;
+		}
+	}
+	return DW_EH_PE_absptr;
+}
+
+struct fde_range {
+	uint64_t start, end;
+};
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct fde_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+struct cie_encoding {
+	Dwarf_Off offset;
+	int encoding;
+};
+
+static int cie_encoding_of(struct cie_encoding *cies, size_t ncies, Dwarf_Off offset)
+{
+	for (size_t i = 0; i < ncies; i++)
+		if (cies[i].offset == offset)
+			return cies[i].encoding;
+	return -1;
+}
+
+/* Every FDE's [start, end) from .eh_frame, sorted: the walk every static binary needs. */
+static int fde_ranges_scan(Elf *elf, struct fde_range **out, size_t *nout)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = section_named(elf, ".eh_frame", &shdr);
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
+	struct cie_encoding *cies = NULL;
+	struct fde_range *ranges = NULL;
+	size_t ncies = 0, nranges = 0, cap = 0;
+	Dwarf_Off off = 0, next;
+	Dwarf_CFI_Entry entry;
+	int err = 0;
+
+	if (!data || !ident)
+		return -ENOENT;
+	while (!err && dwarf_next_cfi(ident, data, true, off, &next, &entry) == 0) {
+		if (dwarf_cfi_cie_p(&entry)) {
+			struct cie_encoding *grown = realloc(cies, (ncies + 1) * sizeof(*grown));
+
+			if (!grown)
+				err = -ENOMEM;
+			else
+				(cies = grown)[ncies++] = (struct cie_encoding){ off, cie_fde_encoding(&entry.cie) };
+		} else {
+			int enc = cie_encoding_of(cies, ncies, entry.fde.CIE_pointer);
+			size_t size = enc < 0 ? 0 : eh_pe_size((uint8_t)enc);
+			const uint8_t *field = entry.fde.start;
+
+			if (size && (enc & 0x70) <= DW_EH_PE_pcrel && field + 2 * size <= entry.fde.end) {
+				uint64_t at = shdr.sh_addr + (uint64_t)(field - (const uint8_t *)data->d_buf);
+				uint64_t start = (uint64_t)eh_pe_value(field, (uint8_t)enc) +
+						 ((enc & 0x70) == DW_EH_PE_pcrel ? at : 0);
+				uint64_t range = (uint64_t)eh_pe_value(field + size, (uint8_t)(enc & 0x07));
+
+				if (nranges == cap) {
+					struct fde_range *grown;
+
+					cap = cap ? cap * 2 : 256;
+					grown = realloc(ranges, cap * sizeof(*grown));
+					if (!grown) {
+						err = -ENOMEM;
+						break;
+					}
+					ranges = grown;
+				}
+				if (range)	/* empty FDEs (discarded functions) name nothing */
+					ranges[nranges++] = (struct fde_range){ start, start + range };
+			}
+		}
+		off = next;
+	}
+	free(cies);
+	if (!err && !nranges)
+		err = -ENOENT;
+	if (err) {
+		free(ranges);
+		return err;
+	}
+	qsort(ranges, nranges, sizeof(*ranges), range_cmp);
+	*out = ranges;
+	*nout = nranges;
+	return 0;
+}
+
+static int fde_starts_scan(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts)
+{
+	struct fde_range *ranges;
+	size_t n;
+	int err = fde_ranges_scan(elf, &ranges, &n);
+
+	if (err)
+		return err;
+	*starts = malloc(n * sizeof(**starts));
+	*ends = malloc(n * sizeof(**ends));
+	if (!*starts || !*ends) {
+		free(*starts);
+		free(*ends);
+		free(ranges);
+		*starts = *ends = NULL;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		(*starts)[i] = ranges[i].start;
+		(*ends)[i] = ranges[i].end;
+	}
+	*nstarts = n;
+	free(ranges);
+	return 0;
+}
+
 int cfi_fde_starts(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts)
+{
+	int err = fde_starts_from_hdr(elf, starts, ends, nstarts);
+
+	return err == -ENOENT ? fde_starts_scan(elf, starts, ends, nstarts) : err;
+}
+
+/* From .eh_frame_hdr's search table (sorted already): what every dynamic binary has. */
+static int fde_starts_from_hdr(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts)
 {
 	GElf_Shdr shdr, eh_shdr;
 	Elf_Scn *scn = section_named(elf, ".eh_frame_hdr", &shdr);
