@@ -8,6 +8,9 @@
   analyze.py commands RECORD KIND        the commands queryTasks answered for that task
   analyze.py auth RECORD                 distinct authentication values seen
   analyze.py queries RECORD              latestUpdateTime semantics
+  analyze.py stored RECORD KIND          what the OAP keeps of that task: one record per id
+                                         (sha256 of schedule, stack ids, upload time), the
+                                         last write winning, as its storage does
 """
 import hashlib
 import base64
@@ -241,6 +244,49 @@ def queries(recs):
     out("monotonic", 1 if seq == sorted(seq) else 0)
 
 
+def stored(recs, kind):
+    t = task_of(recs, kind)
+    if not t:
+        out("task", "-")
+        return
+    tid = t["TaskId"]
+    kept = {}          # record id -> (count, message)
+    resent = conflicts = sent = 0
+    uploads = {}       # currentTime -> the stream's messages of this task, as JSON
+    upload_conflicts = 0
+    for s in calls(recs, "collectProfilingData"):
+        mine = []
+        for m, r in zip(s["messages"], s["records"]):
+            if r["taskId"] != tid:
+                continue
+            p = profiling(m) or {}
+            count = int(p.get("dumpCount", p.get("switchCount", 0)))
+            body = json.dumps(m, sort_keys=True)
+            sent += count
+            mine.append(body)
+            if r["id"] in kept:
+                resent += 1
+                if kept[r["id"]][1] != json.dumps({k: v for k, v in m.items() if k != "task"},
+                                                  sort_keys=True):
+                    conflicts += 1
+            kept[r["id"]] = (count, json.dumps({k: v for k, v in m.items() if k != "task"},
+                                               sort_keys=True))
+        times = {int(m["task"]["currentTime"]) for m in s["messages"]
+                 if "task" in m and m["task"]["taskId"] == tid}
+        for ct in times:
+            if ct in uploads and uploads[ct] != mine:
+                upload_conflicts += 1   # one upload time, two different contents: an interval twice
+            uploads[ct] = mine
+    out("task", tid)
+    out("records", len(kept))
+    out("stored_total", sum(c for c, _ in kept.values()))
+    out("sent_total", sent)
+    out("resent_records", resent)
+    out("conflicts", conflicts)
+    out("uploads", len(uploads))
+    out("upload_conflicts", upload_conflicts)
+
+
 def main():
     cmd, path = sys.argv[1], sys.argv[2]
     recs = load(path)
@@ -254,6 +300,8 @@ def main():
         auth(recs)
     elif cmd == "queries":
         queries(recs)
+    elif cmd == "stored":
+        stored(recs, sys.argv[3])
     else:
         sys.exit("unknown command " + cmd)
 

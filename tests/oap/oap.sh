@@ -2,6 +2,8 @@
 # Helpers for the SkyWalking OAP tests; source after lib.sh.
 PY=/usr/bin/python3
 OAPDIR="$TOP/tests/oap"
+# Each test's agents keep their crash ledger in its own directory, removed with $TMP.
+export APERTURE_STATE_DIR="$TMP/state"
 
 free_port() {
 	$PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

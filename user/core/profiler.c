@@ -375,8 +375,11 @@ int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids)
 	return profiler_configure(p);
 }
 
-/* Fallback for kernels without batch ops: nothing writes the map now, so a plain walk is safe. */
-static int drain_by_walk(struct profiler *p, int fd, record_fn fn, void *ctx)
+/*
+ * Fallback for kernels without batch ops: nothing writes the map now, so a
+ * plain walk is safe.  @keep: read only (profiler_clear_generation empties it).
+ */
+static int drain_by_walk(struct profiler *p, int fd, bool keep, record_fn fn, void *ctx)
 {
 	struct sample_key key, next;
 	uint64_t *values = calloc_logged(p->ops->nraw, sizeof(*values));
@@ -385,7 +388,7 @@ static int drain_by_walk(struct profiler *p, int fd, record_fn fn, void *ctx)
 	int err = values ? 0 : -ENOMEM;
 
 	while (values && bpf_map_get_next_key(fd, prev, &next) == 0) {
-		if (prev)
+		if (prev && !keep)
 			bpf_map_delete_elem(fd, prev);
 		if (bpf_map_lookup_elem(fd, &next, values) == 0 && !err) {
 			p->drained_events += values[0];
@@ -394,13 +397,13 @@ static int drain_by_walk(struct profiler *p, int fd, record_fn fn, void *ctx)
 		key = next;
 		prev = &key;
 	}
-	if (prev)
+	if (prev && !keep)
 		bpf_map_delete_elem(fd, prev);
 	free(values);
 	return err;
 }
 
-static int drain(struct profiler *p, int fd, record_fn fn, void *ctx)
+static int drain(struct profiler *p, int fd, bool keep, record_fn fn, void *ctx)
 {
 	size_t value_size = p->ops->nraw * sizeof(uint64_t);
 	struct sample_key *keys = calloc_logged(DRAIN_BATCH, sizeof(*keys));
@@ -415,18 +418,19 @@ static int drain(struct profiler *p, int fd, record_fn fn, void *ctx)
 		goto cleanup;
 	}
 	if (!feature_has(FEAT_BATCH_OPS)) {
-		err = drain_by_walk(p, fd, fn, ctx);
+		err = drain_by_walk(p, fd, keep, fn, ctx);
 		goto cleanup;
 	}
 	while (!done && !err) {
 		__u32 count = DRAIN_BATCH;
-		int ret = bpf_map_lookup_and_delete_batch(fd, in_batch, &batch_pos, keys, values,
-							  &count, NULL);
+		int ret = keep ? bpf_map_lookup_batch(fd, in_batch, &batch_pos, keys, values, &count, NULL)
+			       : bpf_map_lookup_and_delete_batch(fd, in_batch, &batch_pos, keys, values,
+								 &count, NULL);
 
 		if (ret && errno == ENOENT) {
 			done = true;	/* last batch; count may still be > 0 */
 		} else if (ret && (errno == EINVAL || errno == ENOTSUP || errno == ENOTSUPP)) {
-			err = drain_by_walk(p, fd, fn, ctx);
+			err = drain_by_walk(p, fd, keep, fn, ctx);
 			goto cleanup;
 		} else if (ret) {
 			err = -errno;
@@ -450,7 +454,7 @@ cleanup:
 	return err;
 }
 
-int profiler_snapshot(struct profiler *p, record_fn fn, void *ctx)
+int profiler_flip(struct profiler *p)
 {
 	int idle = p->live, next = !p->live;
 	__u32 zero = 0;
@@ -461,7 +465,38 @@ int profiler_snapshot(struct profiler *p, record_fn fn, void *ctx)
 		return -errno;
 	}
 	p->live = next;
-	return drain(p, p->fd[MAP_COUNTS_0 + idle], fn, ctx);
+	return idle;
+}
+
+int profiler_snapshot(struct profiler *p, record_fn fn, void *ctx)
+{
+	int idle = profiler_flip(p);
+
+	if (idle < 0)
+		return idle;
+	return drain(p, p->fd[MAP_COUNTS_0 + idle], false, fn, ctx);
+}
+
+uint32_t profiler_generation_id(const struct profiler *p, int gen)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(p->fd[MAP_COUNTS_0 + gen], &info, &len))
+		return 0;
+	return info.id;
+}
+
+int profiler_clear_generation(struct profiler *p, int gen)
+{
+	int fd = p->fd[MAP_COUNTS_0 + gen];
+	struct sample_key key;
+
+	/* Idle: nothing adds keys, so deleting the first key until none is left ends. */
+	while (bpf_map_get_next_key(fd, NULL, &key) == 0)
+		if (bpf_map_delete_elem(fd, &key) && errno != ENOENT)
+			return -errno;
+	return 0;
 }
 
 int profiler_stack(struct profiler *p, uint64_t stack_id, uint64_t *ips, uint32_t max)
@@ -591,14 +626,28 @@ static int add_record(struct profiler *p, const struct raw_record *rec, void *ar
 	});
 }
 
+static void log_lost_stacks(const struct profiler *p, const struct into_ctx *ctx)
+{
+	if (ctx->lost_stacks)
+		log_warn("%s: %lu records lost their stack", p->ops->name,
+			 (unsigned long)ctx->lost_stacks);
+}
+
+int profiler_read_generation_into(struct profiler *p, int gen, struct profile *prof)
+{
+	struct into_ctx ctx = { .prof = prof };
+	int err = drain(p, p->fd[MAP_COUNTS_0 + gen], true, add_record, &ctx);
+
+	log_lost_stacks(p, &ctx);
+	return err;
+}
+
 int profiler_snapshot_into(struct profiler *p, struct profile *prof)
 {
 	struct into_ctx ctx = { .prof = prof };
 	int err = profiler_snapshot(p, add_record, &ctx);
 
-	if (ctx.lost_stacks)
-		log_warn("%s: %lu records lost their stack", p->ops->name,
-			 (unsigned long)ctx.lost_stacks);
+	log_lost_stacks(p, &ctx);
 	return err;
 }
 

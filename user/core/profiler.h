@@ -188,6 +188,18 @@ void profiler_close(struct profiler *p);
  */
 int profiler_snapshot(struct profiler *p, record_fn fn, void *ctx);
 
+/*
+ * The same in steps, for a caller that must keep what it drained safe before
+ * the kernel forgets it (the agent's ledger): flip returns the generation
+ * that went idle (0 or 1) or a negative errno; read_generation_into reads it
+ * without deleting; clear_generation empties it.  A generation's map id
+ * (0 when unknown) tells it apart across restarts of a pinned daemon.
+ */
+int profiler_flip(struct profiler *p);
+int profiler_read_generation_into(struct profiler *p, int gen, struct profile *prof);
+int profiler_clear_generation(struct profiler *p, int gen);
+uint32_t profiler_generation_id(const struct profiler *p, int gen);
+
 /* Reads a stack by id into @ips (leaf first); returns depth or a negative errno. */
 int profiler_stack(struct profiler *p, uint64_t stack_id, uint64_t *ips, uint32_t max);
 

@@ -8,7 +8,9 @@
  * since the previous flush.  Counts are the deltas the kernel aggregated in
  * that interval (profiler_snapshot drains the maps), never differences of
  * running totals.  What cannot be sent waits in a bounded spool, oldest
- * dropped first, and goes out in order once the OAP answers again.
+ * dropped first, and goes out in order once the OAP answers again.  The
+ * ledger (agent_ledger.c) keeps tasks and unacknowledged uploads on disk, so
+ * that a crash loses and duplicates nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +106,8 @@ static void agent_free(struct agent *a)
 	if (a->o.pin_dir)
 		profiler_shared_close(&a->shared);
 	while (a->spool.head)
-		spool_pop(&a->spool);
+		spool_pop(&a->spool);	/* their ledger files stay: sent at the next start */
+	ledger_close(&a->ledger);
 	for (size_t i = 0; i < a->ntasks; i++)
 		task_free(a->tasks[i]);
 	free(a->tasks);
@@ -126,6 +129,7 @@ int agent_main(int argc, char **argv)
 	int err;
 
 	profiler_shared_init(&a.shared);
+	a.ledger.dir_fd = a.ledger.lock_fd = -1;	/* closed by agent_free, opened or not */
 	err = parse_args(&a.o, argc, argv);
 	if (err)
 		return err < 0 ? 0 : err;
@@ -151,8 +155,13 @@ int agent_main(int argc, char **argv)
 	a.sym = symbolizer_new();
 	if (!a.ch || !a.sym)
 		goto out;
+	ledger_open(&a);	/* before the profilers: it says which tasks run */
 	if (a.o.pin_dir && open_pinned(&a))
 		goto out;
+	for (int k = 0; k < PROFILER_MAX && !a.o.pin_dir; k++)
+		if (a.prof[k].ops)
+			reconfigure(&a, k);	/* unpinned: loads the profilers of restored tasks */
+	ledger_recover(&a);
 	log_info("agent %s on %s (%s), OAP %s%s%s", a.agent_id, a.hostname, a.host_ip, a.o.oap,
 		 a.o.tls.enabled ? " over TLS" : "", a.o.token ? ", with a token" : "");
 	agent_loop(&a);

@@ -15,6 +15,7 @@
  *   agent_prof.c   the profilers: each one's target set follows its tasks
  *   agent_spool.c  the encoded messages kept while the OAP is unreachable
  *   agent_flush.c  profiler snapshots into collectProfilingData messages
+ *   agent_ledger.c what survives a crash: tasks, unacknowledged uploads, generations
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,6 +31,7 @@
 
 #define MAX_SELECT 64
 #define MS 1000000ull		/* ns per ms */
+#define STATE_DIR_DEFAULT "/var/lib/aperture"
 
 struct agent_opts {
 	const char *oap;
@@ -50,6 +52,7 @@ struct agent_opts {
 	uint64_t duration_s;
 	struct profiler_opts prof;	/* each profiler's own options (-F, --min-block-us, ...) */
 	const char *pin_dir;		/* NULL: profilers load per task, nothing pinned */
+	const char *state_dir;		/* --state-dir: the ledger lives in a subdirectory */
 	struct tls_opts tls;		/* --tls, --ca, --cert, --key, --insecure-skip-verify */
 };
 
@@ -79,6 +82,7 @@ struct agent_task {
 	int64_t run_start_ms, stop_at_ms;	/* CLOCK_REALTIME */
 	uint64_t count;			/* samples / switches queued for the OAP */
 	uint64_t messages;
+	bool ending;			/* stop time passed: no longer counted, last flush due */
 };
 
 struct agent_prof {
@@ -90,13 +94,30 @@ struct agent_prof {
 
 struct spool_batch {
 	struct sw_msgs msgs;		/* one collectProfilingData stream */
+	uint64_t seq;			/* its file in the ledger; 0: none */
 	struct spool_batch *next;
+};
+
+/*
+ * The crash ledger (agent_ledger.c) in STATE_DIR/agent-HASH (HASH of the OAP
+ * and pin dir): "ledger", replaced atomically, says which tasks run, the
+ * upload sequence, and per profiler the map id of the last generation whose
+ * counts are safe in a batch file; "batch-SEQ" files hold the encoded
+ * uploads the OAP has not acknowledged.  dir_fd < 0: no ledger this run.
+ */
+struct ledger {
+	int dir_fd, lock_fd;
+	char path[4096];
+	uint64_t next_seq;		/* the next batch file's number; >= 1 */
+	uint32_t captured[PROFILER_MAX];	/* map id of the generation last saved, per profiler */
+	bool failing;			/* a write failed: said once until one succeeds */
 };
 
 struct spool {
 	struct spool_batch *head, *tail;
 	size_t bytes, limit;
 	uint64_t dropped_msgs, dropped_bytes;
+	struct ledger *ledger;		/* batch files to remove once sent or dropped */
 };
 
 struct agent {
@@ -113,6 +134,7 @@ struct agent {
 	struct agent_prof prof[PROFILER_MAX];	/* by profiler id; ops NULL: no SkyWalking target */
 	struct profiler_shared shared;	/* --pin: one control map, one target set */
 	struct spool spool;
+	struct ledger ledger;
 	int64_t latest_update_ms;
 	uint64_t heartbeats;
 	int64_t last_flush_ms;		/* currentTime of the last upload: each one gets its own */
@@ -145,6 +167,8 @@ void heartbeat(struct agent *a);
 
 /* agent_tasks.c */
 void task_free(struct agent_task *t);
+int task_add(struct agent *a, struct agent_task *t);
+int task_kind(const struct sw_task *t);
 void query_tasks(struct agent *a);
 void tick_tasks(struct agent *a);
 void prune_tasks(struct agent *a);
@@ -157,11 +181,21 @@ void reconfigure(struct agent *a, int kind);
 
 /* agent_spool.c */
 void spool_pop(struct spool *s);
-void spool_push(struct spool *s, struct sw_msgs *msgs);
+void spool_push(struct spool *s, struct sw_msgs *msgs, uint64_t seq);
 void spool_send(struct agent *a);
 void spool_log_losses(const struct agent *a);
 
 /* agent_flush.c */
 void flush(struct agent *a);
+void capture(struct agent *a, const int *gen);
+
+/* agent_ledger.c */
+void ledger_open(struct agent *a);
+void ledger_close(struct ledger *l);
+int ledger_save_batch(struct ledger *l, uint64_t seq, const struct sw_msgs *msgs);
+void ledger_forget_batch(struct ledger *l, uint64_t seq);
+void ledger_commit(struct agent *a);
+void ledger_recover(struct agent *a);
+void test_crash_point(const char *point);
 
 #endif /* AGENT_INTERNAL_H */

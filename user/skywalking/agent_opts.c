@@ -15,7 +15,7 @@
 enum {
 	OPT_OAP = 256, OPT_TOKEN_FILE, OPT_TOKEN, OPT_EXE, OPT_CGROUP, OPT_SERVICE, OPT_INSTANCE,
 	OPT_HEARTBEAT, OPT_TASK, OPT_FLUSH, OPT_REPORT_EVERY, OPT_SPOOL, OPT_DEADLINE,
-	OPT_RECONNECT, OPT_PIN, OPT_LAYER, OPT_LABEL,
+	OPT_RECONNECT, OPT_PIN, OPT_LAYER, OPT_LABEL, OPT_STATE_DIR,
 };
 
 /* TLS to the OAP, as SkyWalking Rover's reporter.grpc.tls options (codes of 300 up are the profilers'). */
@@ -40,6 +40,7 @@ static const struct option agent_options[] = {
 	{ "deadline", required_argument, NULL, OPT_DEADLINE },
 	{ "reconnect-max", required_argument, NULL, OPT_RECONNECT },
 	{ "pin", required_argument, NULL, OPT_PIN },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "tls", no_argument, NULL, OPT_TLS },
 	{ "ca", required_argument, NULL, OPT_CA },
 	{ "cert", required_argument, NULL, OPT_CERT },
@@ -78,6 +79,8 @@ static void usage(FILE *out)
 "      --task-interval S      queryTasks period (default 10)\n"
 "      --flush-interval S     profiling data upload period (default 5)\n"
 "      --spool-size BYTES     data kept while the OAP is unreachable (default 16M)\n"
+"      --state-dir DIR        the ledger: tasks and unacknowledged uploads survive a crash\n"
+"                             (default $APERTURE_STATE_DIR or /var/lib/aperture)\n"
 "      --deadline S           per-call deadline (default 10)\n"
 "      --reconnect-max S      reconnect backoff cap (default 30)\n\n"
 "TLS (an OAP with gRPCSslEnabled; each option below implies --tls):\n"
@@ -315,6 +318,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 		.backoff_max_ms = 30000, .report_every = 10, .spool_bytes = 16u << 20,
 	};
 	o->layer = SW_LAYER_DEFAULT;
+	o->state_dir = getenv("APERTURE_STATE_DIR") ?: STATE_DIR_DEFAULT;
 	cli_profiler_defaults(&o->prof);
 	apply_rover_defaults(o);
 	optind = 1;
@@ -330,6 +334,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 		switch (c) {
 		case OPT_OAP: o->oap = optarg; break;
 		case OPT_PIN: o->pin_dir = optarg; break;
+		case OPT_STATE_DIR: o->state_dir = optarg; break;
 		case OPT_TLS: o->tls.enabled = true; break;
 		case OPT_CA: o->tls.enabled = true; o->tls.ca_file = optarg; break;
 		case OPT_CERT: o->tls.enabled = true; o->tls.cert_file = optarg; break;

@@ -39,6 +39,12 @@ static int prof_open(struct agent *a, struct agent_prof *ap, uint32_t *pids, int
 	return err;
 }
 
+/* Whether @t's processes are counted by @kind's profiler: running and not ending. */
+static bool counted(const struct agent_task *t, int kind)
+{
+	return t->kind == kind && t->state == TASK_RUNNING && !t->ending;
+}
+
 /* The union of the pids of @kind's running tasks, in *@out (malloc'd); count or -ENOMEM. */
 static int wanted_pids(const struct agent *a, int kind, uint32_t **out)
 {
@@ -47,7 +53,7 @@ static int wanted_pids(const struct agent *a, int kind, uint32_t **out)
 
 	*out = NULL;
 	for (size_t i = 0; i < a->ntasks; i++)
-		if (a->tasks[i]->kind == kind && a->tasks[i]->state == TASK_RUNNING)
+		if (counted(a->tasks[i], kind))
 			cap += a->tasks[i]->npids;
 	if (cap == 0)
 		return 0;
@@ -57,7 +63,7 @@ static int wanted_pids(const struct agent *a, int kind, uint32_t **out)
 	for (size_t i = 0; i < a->ntasks; i++) {
 		const struct agent_task *t = a->tasks[i];
 
-		if (t->kind != kind || t->state != TASK_RUNNING)
+		if (!counted(t, kind))
 			continue;
 		for (size_t j = 0; j < t->npids; j++)
 			if (!pid_in(want, n, t->pids[j]))
@@ -126,12 +132,23 @@ int open_pinned(struct agent *a)
 	for (int i = 0; i < n && !err; i++) {
 		struct agent_prof *ap = &a->prof[ops[i]->id];
 
-		/* A taken-over profiler still runs its last tasks' filter: reset it. */
-		err = profiler_set_pids(ap->p, NULL, 0);
-		if (!err)
-			profiler_watch_processes(ap->p, &ap->events, a->sym);	/* degrades, logged */
+		/*
+		 * A taken-over profiler still runs its last tasks' filter: it becomes
+		 * that of the tasks restored from the ledger (none: idle), without a
+		 * gap in between.
+		 */
+		reconfigure(a, ops[i]->id);
+		profiler_watch_processes(ap->p, &ap->events, a->sym);	/* degrades, logged */
 	}
 	return err;
+}
+
+static bool any_ending(const struct agent *a, int kind)
+{
+	for (size_t i = 0; i < a->ntasks; i++)
+		if (a->tasks[i]->kind == kind && a->tasks[i]->ending)
+			return true;
+	return false;
 }
 
 /* The kernel-side PID filter of @kind follows the union of its running tasks' processes. */
@@ -149,6 +166,12 @@ void reconfigure(struct agent *a, int kind)
 		reconfigure_pinned(ap, want, nwant);
 		return;
 	}
+	if (nwant == 0 && ap->p && any_ending(a, kind)) {
+		/* Its last tasks end: nothing more is counted, but their last flush needs the maps. */
+		ap->p->opts.disabled = true;
+		prof_set_pids(ap, want, 0);
+		return;
+	}
 	if (nwant == 0) {
 		if (ap->p)
 			log_info("%s: no task left, profiler stopped", ap->ops->name);
@@ -163,6 +186,7 @@ void reconfigure(struct agent *a, int kind)
 		return;
 	}
 	/* Live: the kernel-side set follows the tasks. */
+	ap->p->opts.disabled = false;
 	prof_set_pids(ap, want, nwant);
 }
 

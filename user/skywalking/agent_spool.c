@@ -20,15 +20,22 @@ void spool_pop(struct spool *s)
 	free(b);
 }
 
+/* The head is sent or given up: its ledger file goes too. */
+static void spool_forget_head(struct spool *s)
+{
+	ledger_forget_batch(s->ledger, s->head->seq);
+	spool_pop(s);
+}
+
 static void spool_drop_oldest(struct spool *s)
 {
 	s->dropped_msgs += s->head->msgs.n;
 	s->dropped_bytes += s->head->msgs.bytes;
-	spool_pop(s);
+	spool_forget_head(s);
 }
 
-/* Queues @msgs (taken); drops the oldest batches to stay under the limit. */
-void spool_push(struct spool *s, struct sw_msgs *msgs)
+/* Queues @msgs (taken), saved as ledger batch @seq (0: not saved); drops the oldest batches to stay under the limit. */
+void spool_push(struct spool *s, struct sw_msgs *msgs, uint64_t seq)
 {
 	struct spool_batch *b = calloc_logged(1, sizeof(*b));
 	uint64_t dropped = s->dropped_msgs;
@@ -37,6 +44,7 @@ void spool_push(struct spool *s, struct sw_msgs *msgs)
 		s->dropped_msgs += msgs->n;
 		s->dropped_bytes += msgs->bytes;
 		sw_msgs_free(msgs);
+		ledger_forget_batch(s->ledger, seq);
 		return;
 	}
 	while (s->head && s->bytes + msgs->bytes > s->limit)
@@ -45,6 +53,7 @@ void spool_push(struct spool *s, struct sw_msgs *msgs)
 		log_warn("spool full (%zu bytes): dropped the oldest data, %" PRIu64 " messages (%" PRIu64
 			 " bytes) dropped so far", s->limit, s->dropped_msgs, s->dropped_bytes);
 	b->msgs = *msgs;
+	b->seq = seq;
 	*msgs = (struct sw_msgs){ 0 };
 	if (s->tail)
 		s->tail->next = b;
@@ -66,7 +75,8 @@ void spool_send(struct agent *a)
 		if (!call_failed(a, "collectProfilingData", code, &st)) {
 			log_info("sent %zu profiling messages (%zu bytes)", s->head->msgs.n,
 				 s->head->msgs.bytes);
-			spool_pop(s);
+			test_crash_point("sent");	/* acknowledged, file not yet removed */
+			spool_forget_head(s);
 			continue;
 		}
 		if (transient(code) || a->fatal)

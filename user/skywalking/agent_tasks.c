@@ -88,7 +88,7 @@ static int task_for_process(const struct sw_task *t, size_t i, struct sw_task *o
 }
 
 /* The profiler that serves @t's TargetType, by its ops.skywalking_target. */
-static int task_kind(const struct sw_task *t)
+int task_kind(const struct sw_task *t)
 {
 	for (int i = 0; profilers[i]; i++)
 		if (profilers[i]->skywalking_target && t->target_name &&
@@ -97,7 +97,7 @@ static int task_kind(const struct sw_task *t)
 	return KIND_NONE;
 }
 
-static int task_add(struct agent *a, struct agent_task *t)
+int task_add(struct agent *a, struct agent_task *t)
 {
 	struct agent_task **v = realloc(a->tasks, (a->ntasks + 1) * sizeof(*v));
 
@@ -234,7 +234,10 @@ void query_tasks(struct agent *a)
 	}
 	for (size_t i = 0; i < cmds.n; i++)
 		handle_command(a, &cmds.v[i], &max_update);
-	a->latest_update_ms = max_update;
+	if (max_update != a->latest_update_ms || cmds.n) {
+		a->latest_update_ms = max_update;
+		ledger_commit(a);	/* the tasks accepted, and where the next query starts */
+	}
 out:
 	sw_commands_free(&cmds);
 	grpc_buf_free(&reply);
@@ -249,44 +252,81 @@ void log_task_end(const struct agent *a, const struct agent_task *t, const char 
 		 a->prof[t->kind].ops->value_types[0].type, t->messages);
 }
 
-/* Starts due tasks, ends finished ones (after a last flush). */
-void tick_tasks(struct agent *a)
+/* Starts the due tasks; true if any started. */
+static bool start_due(struct agent *a, int64_t now, bool *changed)
 {
-	int64_t now = wall_ms();
-	bool changed[PROFILER_MAX] = { false }, stopping = false;
-	size_t i;
+	bool started = false;
 
-	for (i = 0; i < a->ntasks; i++) {
+	for (size_t i = 0; i < a->ntasks; i++) {
 		struct agent_task *t = a->tasks[i];
 
-		if (t->state == TASK_PENDING && now >= t->t.start_time_ms) {
-			t->state = TASK_RUNNING;
-			t->run_start_ms = now;
-			t->stop_at_ms = ms_after(now, t->t.duration_s);
-			for (size_t j = 0; j < t->npids; j++)
-				symbolizer_track(a->sym, t->pids[j]);
-			log_info("task %s (%s, process %s) started for %" PRId64 " s", t->t.task_id,
-				 t->t.target_name, t->t.process_ids[0], t->t.duration_s);
-			changed[t->kind] = true;
-		} else if (t->state == TASK_RUNNING && now >= t->stop_at_ms) {
-			stopping = true;
-		}
+		if (t->state != TASK_PENDING || now < t->t.start_time_ms)
+			continue;
+		t->state = TASK_RUNNING;
+		t->run_start_ms = now;
+		t->stop_at_ms = ms_after(now, t->t.duration_s);
+		for (size_t j = 0; j < t->npids; j++)
+			symbolizer_track(a->sym, t->pids[j]);
+		log_info("task %s (%s, process %s) started for %" PRId64 " s", t->t.task_id,
+			 t->t.target_name, t->t.process_ids[0], t->t.duration_s);
+		changed[t->kind] = started = true;
 	}
-	if (stopping) {
-		flush(a);	/* the last interval of the ending tasks */
-		for (i = 0; i < a->ntasks; i++) {
-			struct agent_task *t = a->tasks[i];
+	return started;
+}
 
-			if (t->state != TASK_RUNNING || now < t->stop_at_ms)
-				continue;
-			t->state = TASK_DONE;
-			changed[t->kind] = true;
-			log_task_end(a, t, "finished");
+/* Marks the running tasks whose time is up as ending; true if any. */
+static bool mark_ending(struct agent *a, int64_t now, bool *changed)
+{
+	bool ending = false;
+
+	for (size_t i = 0; i < a->ntasks; i++) {
+		struct agent_task *t = a->tasks[i];
+
+		if (t->state == TASK_RUNNING && now >= t->stop_at_ms) {
+			t->ending = true;
+			changed[t->kind] = ending = true;
 		}
 	}
+	return ending;
+}
+
+static void reconfigure_changed(struct agent *a, bool *changed)
+{
 	for (int k = 0; k < PROFILER_MAX; k++)
 		if (changed[k])
 			reconfigure(a, k);
+}
+
+/*
+ * Starts due tasks, ends finished ones.  A task is in the ledger before its
+ * processes are counted, and is no longer counted before its last flush,
+ * so that what the kernel counted for it and what is sent are the same.
+ */
+void tick_tasks(struct agent *a)
+{
+	int64_t now = wall_ms();
+	bool changed[PROFILER_MAX] = { false };
+
+	if (start_due(a, now, changed)) {
+		ledger_commit(a);
+		reconfigure_changed(a, changed);
+	}
+	memset(changed, 0, sizeof(changed));
+	if (!mark_ending(a, now, changed))
+		return;
+	reconfigure_changed(a, changed);	/* the ending tasks' processes are no longer counted */
+	flush(a);	/* the last interval of the ending tasks */
+	for (size_t i = 0; i < a->ntasks; i++) {
+		struct agent_task *t = a->tasks[i];
+
+		if (!t->ending || t->state != TASK_RUNNING)
+			continue;
+		t->state = TASK_DONE;
+		t->ending = false;
+		log_task_end(a, t, "finished");
+	}
+	ledger_commit(a);
+	reconfigure_changed(a, changed);	/* an unpinned profiler with no task left is closed */
 }
 
 /* Forgets finished tasks the OAP can no longer hand out as live. */

@@ -31,7 +31,7 @@ void sw_msgs_free(struct sw_msgs *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static int msgs_push(struct sw_msgs *m, struct sw_msg msg)
+int sw_msgs_push(struct sw_msgs *m, struct sw_msg msg)
 {
 	if (m->n == m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 16;
@@ -928,7 +928,7 @@ static int append_group(const struct stack_group *g, bool offcpu, const struct s
 	int err = encode_group(g, offcpu, meta, &stacks, &msg);
 
 	if (!err)
-		err = msgs_push(out, msg);
+		err = sw_msgs_push(out, msg);
 	if (err)
 		free(msg.data);
 	return err;

@@ -44,6 +44,8 @@ struct sw_msgs {
 };
 
 void sw_msgs_free(struct sw_msgs *m);
+/* Appends @msg (its data taken on success). 0 or -ENOMEM. */
+int sw_msgs_push(struct sw_msgs *m, struct sw_msg msg);
 
 /* A host process as reported to the OAP. */
 struct sw_process {
