@@ -407,6 +407,14 @@ static bool child_exited(struct record_run *run)
 	return false;
 }
 
+/* The profilers that follow processes (the GPU profiler's late attaches). */
+static void poll_all(struct record_run *run)
+{
+	for (int i = 0; i < run->nprofs; i++)
+		if (run->profs[i]->ops->poll)
+			run->profs[i]->ops->poll(run->profs[i]);
+}
+
 static int record_loop(struct record_run *run)
 {
 	bool tty = isatty(STDERR_FILENO);
@@ -432,6 +440,7 @@ static int record_loop(struct record_run *run)
 		if (err)
 			return err;
 		symbolizer_reread_young(run->sym);
+		poll_all(run);
 	}
 	if (tty)
 		fputc('\n', stderr);
@@ -680,7 +689,7 @@ int record_main(int argc, char **argv)
 		err = EXIT_RUNTIME;
 	for (int i = 0; i < run.nprofs; i++)
 		if (run.profs[i]->ops->report)
-			run.profs[i]->ops->report(run.profs[i], (unsigned int)o->top, stdout);
+			run.profs[i]->ops->report(run.profs[i], &run.profiles[i], (unsigned int)o->top, stdout);
 		else
 			print_top(&run.profiles[i], weight_index(&run.profiles[i], o->weight), o->top);
 cleanup:

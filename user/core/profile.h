@@ -77,6 +77,7 @@ struct profile {
 	int64_t duration_ns;
 	struct symbolizer *sym;		/* not owned; for the mapping table */
 	profile_object_namer object_name;	/* NULL: the kind has no objects to name */
+	const void *object_ctx;		/* the namer's: the profiler whose samples these are, or NULL */
 	struct profile_sample *samples;
 	size_t nsamples;
 	size_t cap;

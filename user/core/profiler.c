@@ -14,6 +14,7 @@ const struct profiler_ops *const profilers[] = {
 	&profiler_offcpu,
 	&profiler_locks,
 	&profiler_syscalls,
+	&profiler_gpu,
 	NULL,
 };
 
@@ -658,6 +659,7 @@ void profiler_profile_init(const struct profiler *p, struct profile *prof, struc
 	profile_init(prof, ops->name, ops->title, sym);
 	prof->skywalking_target = ops->skywalking_target;
 	prof->object_name = ops->object_name;
+	prof->object_ctx = p;
 	prof->nvalues = ops->nvalues_of ? ops->nvalues_of(p) : ops->nvalues;
 	memcpy(prof->value_types, ops->value_types, sizeof(prof->value_types));
 	prof->default_value = ops->default_value;

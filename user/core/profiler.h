@@ -132,7 +132,9 @@ struct profiler_ops {
 	/* Optional: sees every drained record (a kind's own report keeps what the profile does not). */
 	void (*on_record)(struct profiler *p, const struct raw_record *rec);
 	/* Optional: a report of its own instead of the top functions (record --top N). */
-	void (*report)(struct profiler *p, unsigned int top, FILE *out);
+	void (*report)(struct profiler *p, const struct profile *prof, unsigned int top, FILE *out);
+	/* Optional: the loader's tick (record: every ~100 ms), for work that follows processes. */
+	void (*poll)(struct profiler *p);
 	int64_t (*period)(const struct profiler *p);	/* NULL: 1, every event counted */
 
 	/* Opens and loads the skeleton: PROFILER_OPEN_SKEL(p, NAME). */
@@ -171,6 +173,7 @@ extern const struct profiler_ops profiler_oncpu;
 extern const struct profiler_ops profiler_offcpu;
 extern const struct profiler_ops profiler_locks;
 extern const struct profiler_ops profiler_syscalls;
+extern const struct profiler_ops profiler_gpu;
 
 /* NULL-terminated table of every profiler. */
 extern const struct profiler_ops *const profilers[];

@@ -194,7 +194,7 @@ static uint64_t sort_key(const struct syscalls_priv *priv, uint32_t nr)
 }
 
 /* The top @top syscalls, each with its histogram (and its errors with --syscall-errors). */
-static void syscalls_report(struct profiler *p, unsigned int top, FILE *out)
+static void syscalls_report(struct profiler *p, const struct profile *prof, unsigned int top, FILE *out)
 {
 	struct syscalls_priv *priv = p->priv;
 	char buf[32];

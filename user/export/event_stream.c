@@ -7,6 +7,7 @@
 #include <string.h>
 #include "bincode.h"
 #include "event_stream.h"
+#include "gpu_kernels.h"
 #include "profiler.h"
 #include "symbolize.h"
 #include "util.h"
@@ -19,6 +20,8 @@ static const struct {
 	[EVENT_CPU_SAMPLE] = { PROFILER_ONCPU, PE_CPU_SAMPLE },
 	[EVENT_LOCK] = { PROFILER_LOCKS, PE_LOCK },
 	[EVENT_SYSCALL] = { PROFILER_SYSCALLS, PE_SYSCALL },
+	[EVENT_UNWIND_MISS] = { PROFILER_MAX, PE_KINDS },	/* never a raw event */
+	[EVENT_GPU_KERNEL] = { PROFILER_GPU, PE_GPU_KERNEL },
 };
 #define NRAW_KINDS (sizeof(raw_kinds) / sizeof(raw_kinds[0]))
 
@@ -87,15 +90,29 @@ static int add_stack(struct event_stream *s, struct profiler *p, uint32_t tgid, 
 	return n > 0 ? n : 0;
 }
 
+/*
+ * A launch's fields (EVENT_GPU_KERNEL: the type says the record is the longer
+ * struct): the kernel's name (malloc'ed), the launch call's time, the dims.
+ */
+static void gpu_kernel_fields(struct profiler *p, const struct aperture_gpu_raw_event *ev,
+			      struct pe_gpu_kernel *gpu)
+{
+	gpu->kernel_name = gpu_object_label(p, ev->raw.hdr.tgid, ev->raw.object);
+	gpu->duration_ns = ev->raw.duration_ns;	/* the launch call on the CPU, not GPU execution */
+	memcpy(gpu->grid_size, ev->grid, sizeof(gpu->grid_size));
+	memcpy(gpu->block_size, ev->block, sizeof(gpu->block_size));
+}
+
 void event_stream_raw(const struct aperture_raw_event *ev, void *stream)
 {
 	struct event_stream *s = stream;
 	struct profile_event e = { 0 };
 	char comm[APERTURE_COMM_LEN + 1];
 	struct profiler *p;
-	int nk, nu;
+	int nk, nu, err;
 
 	if (ev->hdr.type < EVENT_CPU_SAMPLE || ev->hdr.type >= NRAW_KINDS ||
+	    raw_kinds[ev->hdr.type].profiler >= PROFILER_MAX ||
 	    !(p = s->profs[raw_kinds[ev->hdr.type].profiler])) {
 		s->dropped++;
 		return;
@@ -138,11 +155,17 @@ void event_stream_raw(const struct aperture_raw_event *ev, void *stream)
 		e.sys.return_value = ev->ret;
 		e.sys.comm = comm;
 		break;
+	case PE_GPU_KERNEL:
+		gpu_kernel_fields(p, (const struct aperture_gpu_raw_event *)ev, &e.gpu);
+		break;
 	default:
 		s->dropped++;
 		return;
 	}
-	if (pe_write(s->f, &e) < 0) {
+	err = pe_write(s->f, &e);
+	if (e.kind == PE_GPU_KERNEL)
+		free(e.gpu.kernel_name);
+	if (err < 0) {
 		if (!s->write_errno)
 			s->write_errno = errno ? errno : EIO;
 		return;

@@ -200,16 +200,20 @@ void symbolizer_demangle(bool on)
  * write them, with C++ parameter types so that overloads stay apart.
  * libiberty's demangler, the one binutils and gdb use.
  */
+char *symbolizer_demangle_name(const char *name)
+{
+	if (!demangle_names || !name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+		return NULL;
+	return cplus_demangle(name, DMGL_AUTO | DMGL_PARAMS | DMGL_ANSI);
+}
+
 static void frame_demangle(struct symbolizer *sym, struct sym_frame *out)
 {
-	const char *name = out->function, *plain_interned;
-	char *plain;
+	const char *plain_interned;
+	char *plain = symbolizer_demangle_name(out->function);
 
-	if (!demangle_names || !name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
-		return;
-	plain = cplus_demangle(name, DMGL_AUTO | DMGL_PARAMS | DMGL_ANSI);
 	if (!plain)
-		return;	/* not a mangled name after all */
+		return;	/* not a mangled name, or demangling is off */
 	plain_interned = strintern(&sym->names, plain);
 	free(plain);
 	if (plain_interned)

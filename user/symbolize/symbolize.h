@@ -56,6 +56,8 @@ void symbolizer_reread_young(struct symbolizer *sym);
 
 /* Demangle C++ and Rust names (default on; --no-demangle turns it off), for every symbolizer. */
 void symbolizer_demangle(bool on);
+/* @name demangled (malloc'ed), or NULL: not mangled, or demangling is off. */
+char *symbolizer_demangle_name(const char *name);
 
 /* Fills @out for a user address of @tgid (tracks @tgid first if needed). Never fails: unknown frames get "[unknown]". */
 void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struct sym_frame *out);

@@ -1,0 +1,101 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# GPU kernel launches (--gpu) against a stand-in CUDA driver (no GPU here):
+# tests/build/gpu/libcuda.so.1 (workloads/gpu/fake_libcuda.c, the driver's
+# real entry points: a launch spins 20 us, a synchronize sleeps S ms), in a
+# directory only the program's LD_LIBRARY_PATH names, dlopened by gpuapp
+# after aperture started (the library is found through the process's maps).
+# gpuapp launches vecAdd N times with grid (64,1,1) block (256,1,1), the
+# mangled _Z6matmulPfS_S_i M times with varying grids, cuGraphLaunch K times,
+# and cuCtxSynchronize J times of S ms each, and prints its own clock.
+. "$(dirname "$0")/../lib.sh"
+require_root
+require_aperture
+require_workload gpuapp gpu/libcuda.so.1
+have_feature uprobe || skip_all "no uprobes here: $(feature_why uprobe)"
+
+N=2000; M=600; K=50; J=10; S=20
+export LD_LIBRARY_PATH="$WL/gpu"
+ap_ok "--gpu -- gpuapp" g record --gpu --gpu-events --events "$TMP/g.ev" --top 10 \
+	-o "$TMP/g.folded" -o "$TMP/g.pb.gz" -- "$WL/gpuapp" $N $M $K $J $S
+app=$(grep '^gpuapp:' "$TMP/g.out")
+diag "$app"
+# report rows: NAME... PID LAUNCHES SHARE AVG_US DIMS... STACK
+row() { grep -E "^  $1 +[0-9]+ " "$TMP/g.out" | head -1; }
+launches() { row "$1" | sed -E "s/^  $1 +[0-9]+ +([0-9]+) .*/\1/"; }
+is "vecAdd: $N launches" "$(launches vecAdd)" $N
+is "matmul demangled: $M launches" "$(launches 'matmul\(float\*, float\*, float\*, int\)')" $M
+is "graph launches: $K" "$(launches 'graph@0x[0-9a-f]+')" $K
+is "the end line counts every launch" "$(sed -n 's/^aperture: gpu: \([0-9]*\) launches, 0 lost.*/\1/p' "$TMP/g.err")" $((N + M + K))
+ok "vecAdd: grid (64,1,1) block (256,1,1), not varied" sh -c "grep -E '^  vecAdd .* \(64,1,1\) \(256,1,1\) ' '$TMP/g.out' | grep -qv varied"
+ok "matmul: dims varied, last grid (64,2,1) block (16,16,1)" grep -qE '^  matmul\(.* varied, last \(64,2,1\) \(16,16,1\) ' "$TMP/g.out"
+ok "vecAdd's top launching stack is launch_vecadd <- main" grep -qE '^  vecAdd .* launch_vecadd <- main' "$TMP/g.out"
+ok "matmul's top launching stack is launch_matmul <- main" grep -qE '^  matmul\(.* launch_matmul <- main' "$TMP/g.out"
+
+# Launch time: at least the fake's 20 us spin, at most what the program's own clock saw around the calls.
+avg_us() { row "$1" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /%$/) { print $(i + 1); exit } }'; }
+ge "vecAdd: mean launch call >= the 20 us spin" "$(avg_us vecAdd)" 19.5
+app_launch_ns=$(echo "$app" | tr ' ' '\n' | sed -n 's/^launch_ns=//p')
+ap_launch_ns=$(awk -v a="$(avg_us vecAdd)" -v b="$(avg_us 'matmul\(float\*, float\*, float\*, int\)')" \
+	-v c="$(avg_us 'graph@0x[0-9a-f]+')" -v n=$N -v m=$M -v k=$K 'BEGIN { printf "%.0f\n", (a * n + b * m + c * k) * 1000 }')
+ge "the program's own launch time >= aperture's (the traps are outside aperture's clock)" \
+	"$app_launch_ns" "$(awk -v x="$ap_launch_ns" 'BEGIN { printf "%.0f\n", x * 0.99 }')"
+# Sync waits: J calls, within 10% of the program's own clock (J * S ms asked for).
+sync_row=$(grep -E '^  cuCtxSynchronize ' "$TMP/g.out")
+is "cuCtxSynchronize: $J calls" "$(echo "$sync_row" | awk '{ print $3 }')" $J
+app_sync_ms=$(echo "$app" | tr ' ' '\n' | sed -n 's/^sync_ns=//p' | awk '{ printf "%.3f\n", $1 / 1e6 }')
+is_within "sync wait total (ms) within 10% of the program's own" "$app_sync_ms" "$(echo "$sync_row" | awk '{ print $4 }')" \
+	"$(awk -v x="$app_sync_ms" 'BEGIN { print x / 10 }')"
+ge "sync wait >= J * S ms" "$(echo "$sync_row" | awk '{ print $4 }')" $((J * S))
+ok "the waiting stack is wait_for_gpu <- main" grep -qE '^  cuCtxSynchronize .* wait_for_gpu <- main' "$TMP/g.out"
+
+# Folded (weight: launches) and pprof.
+is "folded: vecAdd launched from launch_vecadd" "$(stack_weight "$TMP/g.folded" ';main;launch_vecadd;vecAdd$')" $N
+is "folded: matmul launched from launch_matmul" \
+	"$(stack_weight "$TMP/g.folded" ';main;launch_matmul;matmul\(float\*,_float\*,_float\*,_int\)$')" $M
+is "folded: no malformed line" "$(folded_bad_lines "$TMP/g.folded")" 0
+if command -v go >/dev/null; then
+	ok "pprof: go tool pprof reads it" sh -c "HOME='$TMP' GOCACHE='$TMP/gocache' go tool pprof -symbolize=none -sample_index=launches -top '$TMP/g.pb.gz' > '$TMP/g.top' 2>/dev/null"
+	ok "pprof: launches of vecAdd" grep -qE "^ +$N .* vecAdd\$" "$TMP/g.top"
+	HOME="$TMP" GOCACHE="$TMP/gocache" go tool pprof -raw "$TMP/g.pb.gz" >"$TMP/g.raw" 2>/dev/null
+	ok "pprof: sample types launches, launch_time, syncs, sync_wait" \
+		grep -qE '^launches/count(\[dflt\])? launch_time/nanoseconds syncs/count sync_wait/nanoseconds' "$TMP/g.raw"
+else
+	skip "pprof checks" "no go tool"
+fi
+
+# The raw event stream: one GpuKernel record per kernel launch.
+"$APERTURE" events "$TMP/g.ev" --json >"$TMP/g.json"
+is "events: vecAdd records" "$(grep -c '"kernel_name":"vecAdd"' "$TMP/g.json")" $N
+is "events: matmul records, demangled" "$(grep -c '"kernel_name":"matmul(float\*, float\*, float\*, int)"' "$TMP/g.json")" $M
+is "events: vecAdd's dims" "$(grep '"kernel_name":"vecAdd"' "$TMP/g.json" | grep -c '"grid_size":\[64,1,1\],"block_size":\[256,1,1\]')" $N
+# grids (16,1,1) (32,2,1) (48,1,1) (64,2,1) in turn
+is "events: matmul's four grids" "$(grep '"kernel_name":"matmul' "$TMP/g.json" | grep -o '"grid_size":\[[0-9,]*\]' | sort -u | tr -d '\n')" \
+	'"grid_size":[16,1,1]"grid_size":[32,2,1]"grid_size":[48,1,1]"grid_size":[64,2,1]'
+ge "events: every launch's duration_ns >= 19500" "$(sed -n 's/.*"duration_ns":\([0-9]*\).*/\1/p' "$TMP/g.json" | sort -n | head -1)" 19500
+is "events: no graph or sync records" "$(grep -vc '"GpuKernel"' "$TMP/g.json")" 0
+
+# -p on a process that loads the library after aperture started (1 s later).
+bg "$WL/gpuapp" 500 0 0 0 1 1000 >"$TMP/late.app"
+ap_ok "-p PID, library loaded later" late record --gpu -p "$BG_PID" -d 4 --top 10 -o "$TMP/late.folded"
+row2() { grep -E "^  $1 +[0-9]+ " "$TMP/late.out" | awk '{ print $3 }'; }
+is "late load: all 500 vecAdd launches seen" "$(row2 vecAdd)" 500
+
+# Pinned: run --pin --gpu on a process that already has the driver loaded.
+DIR=/sys/fs/bpf/aperture-test-gpu-$$
+at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+bg "$WL/gpuapp" 300 0 0 0 1 0 4000 >"$TMP/pin.app"	# launches 4.3 s after start
+app_pid=$BG_PID
+sleep 0.6	# loaded and in cuInit's wait
+"$APERTURE" run --pin "$DIR" --gpu -p "$app_pid" 2>"$TMP/daemon.err" &
+daemon=$!
+_bg_pids+=("$daemon")
+for _ in $(seq 50); do [ -e "$DIR/gpu_active" ] && break; sleep 0.1; done
+ok "run --pin --gpu pins gpu_*" test -e "$DIR/gpu_active"
+wait "$app_pid"
+run_ap pdump dump --pin "$DIR" gpu
+is "pinned: dump counts the 300 launches" "$(folded_total "$TMP/pdump.out")" 300
+kill -TERM "$daemon"; wait "$daemon" 2>/dev/null
+run_ap unpin run --unpin --pin "$DIR"
+is "unpin exits 0" "$AP_RC" 0
+done_testing

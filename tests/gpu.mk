@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: GPL-2.0
+# Fixtures for tests/bpf/80-gpu.t: a stand-in CUDA driver (libcuda.so.1, in a
+# directory of its own that only LD_LIBRARY_PATH points to) and a program that
+# dlopens it.  Included by tests/Makefile (cwd tests/, B = build).  Where the
+# CUDA toolkit's cuda.h is installed the library is also compiled against it,
+# which checks the copied prototypes (workloads/gpu/cuda_api.h) against NVIDIA's.
+GPU_SRC    := workloads/gpu
+GPU_CUDA_H := $(wildcard /usr/local/cuda/include/cuda.h)
+
+.PHONY: gpu gpu-check
+all: gpu
+gpu: $(B)/gpu/libcuda.so.1 $(B)/gpuapp $(if $(GPU_CUDA_H),gpu-check)
+
+$(B)/gpu/libcuda.so.1: $(GPU_SRC)/fake_libcuda.c $(GPU_SRC)/cuda_api.h gpu.mk | $(B)
+	@mkdir -p $(B)/gpu
+	$(CC) $(WCFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $<
+
+$(B)/gpuapp: $(GPU_SRC)/gpuapp.c $(GPU_SRC)/cuda_api.h gpu.mk | $(B)
+	$(CC) $(WCFLAGS) -o $@ $< -ldl
+
+# Compile only: the prototypes must agree with cuda.h's (a mismatch is an error).
+gpu-check: $(GPU_SRC)/fake_libcuda.c $(GPU_SRC)/cuda_api.h
+	$(CC) -fsyntax-only -Wall -Werror -DFAKE_CUDA_CHECK -I$(dir $(GPU_CUDA_H)) $<
