@@ -4,6 +4,7 @@
 #include <string.h>
 #include "agent.h"
 #include "cli.h"
+#include "config.h"
 #include "daemon.h"
 #include "doctor.h"
 #include "dump.h"
@@ -12,17 +13,10 @@
 #include "util.h"
 
 
-/* `run --oap` is the SkyWalking agent; without it, the local pinned daemon. */
+/* `run --oap` (or oap = in its --config file) is the SkyWalking agent; without it, the local pinned daemon. */
 static int run_main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--") == 0)
-			break;
-		if (strcmp(argv[i], "--oap") == 0 || strncmp(argv[i], "--oap=", 6) == 0) {
-			return agent_main(argc, argv);
-		}
-	}
-	return daemon_main(argc, argv);
+	return config_sets(argc, argv, "oap") ? agent_main(argc, argv) : daemon_main(argc, argv);
 }
 
 struct command {

@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
+#include "config.h"
 #include "profiler.h"
 #include "symbolize.h"
 #include "util.h"
@@ -30,6 +31,8 @@
 
 volatile int cli_stop;
 volatile int cli_abort;
+volatile sig_atomic_t cli_reload;
+volatile sig_atomic_t cli_stats;
 
 bool cli_parse_u64(const char *what, const char *arg, uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -115,23 +118,38 @@ bool cli_cgroup_id(const char *path, uint64_t *id)
 	return true;
 }
 
-static bool has_caps(void)
+
+static bool cap_effective(const struct __user_cap_data_struct *data, int cap)
+{
+	return data[cap / 32].effective & (1u << (cap % 32));
+}
+
+/*
+ * CAP_BPF and CAP_PERFMON load and attach (CAP_SYS_ADMIN stands in for both
+ * before 5.8); root without them (a unit's CapabilityBoundingSet) fails too,
+ * with the names.  Symbols need more, and only degrade without it.
+ */
+bool cli_check_environment(void)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = {};
+	bool admin;
 
-	if (syscall(SYS_capget, &hdr, data))
-		return false;
-	return (data[CAP_BPF / 32].effective & (1u << (CAP_BPF % 32))) &&
-	       (data[CAP_PERFMON / 32].effective & (1u << (CAP_PERFMON % 32)));
-}
-
-bool cli_check_environment(void)
-{
-	if (geteuid() != 0 && !has_caps()) {
-		log_error("needs root, or CAP_BPF and CAP_PERFMON (try sudo)");
+	if (syscall(SYS_capget, &hdr, data)) {
+		log_error("cannot read this process's capabilities: %s", strerror(errno));
 		return false;
 	}
+	admin = cap_effective(data, CAP_SYS_ADMIN);
+	if (!admin && (!cap_effective(data, CAP_BPF) || !cap_effective(data, CAP_PERFMON))) {
+		log_error("needs CAP_BPF and CAP_PERFMON (missing:%s%s); run as root or give the capabilities "
+			  "(tools/aperture.service)", cap_effective(data, CAP_BPF) ? "" : " CAP_BPF",
+			  cap_effective(data, CAP_PERFMON) ? "" : " CAP_PERFMON");
+		return false;
+	}
+	if (!admin && !cap_effective(data, CAP_SYSLOG))
+		log_info("no CAP_SYSLOG: /proc/kallsyms reads as zeros, kernel frames stay addresses");
+	if (!admin && !cap_effective(data, CAP_SYS_PTRACE))
+		log_info("no CAP_SYS_PTRACE: other users' processes are not symbolized (their /proc/PID/maps)");
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux): CONFIG_DEBUG_INFO_BTF=y is required");
 		return false;
@@ -169,6 +187,23 @@ void cli_install_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+static void on_daemon_signal(int sig)
+{
+	if (sig == SIGHUP)
+		cli_reload = 1;
+	else
+		cli_stats = 1;
+}
+
+void cli_install_daemon_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_daemon_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 }
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -279,7 +314,7 @@ int cli_parse(int argc, char **argv, const char *own_shorts, const struct option
 	int err = EXIT_RUNTIME;
 
 	if (getopt_build(&g, own_shorts, own, groups))
-		err = parse(ctx, argc, argv, &g);
+		err = config_parse(&g, argc, argv, parse, ctx);
 	free(g.opts);
 	return err;
 }

@@ -5,10 +5,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <linux/types.h>	/* __u64: the kernel-boundary structs' type */
 
-/* Exit codes: usage errors are 2, run-time failures 1. */
+/* Exit codes (README, "Running it for months"): usage errors and bad config 2, run-time failures 1. */
 #define EXIT_USAGE 2
 #define EXIT_RUNTIME 1
 
@@ -82,6 +83,10 @@ bool cli_output_writable(const char *path);
 extern volatile int cli_stop;
 extern volatile int cli_abort;
 void cli_install_signals(void);
+/* SIGHUP sets cli_reload (read the config again), SIGUSR1 cli_stats (print the stats line). */
+extern volatile sig_atomic_t cli_reload;
+extern volatile sig_atomic_t cli_stats;
+void cli_install_daemon_signals(void);
 /* libbpf's messages only with -v. */
 void cli_libbpf_logging(void);
 

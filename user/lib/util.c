@@ -8,13 +8,73 @@
 #include "util.h"
 
 int log_verbose;
+static enum log_format log_format_used = LOG_FORMAT_TEXT;
+static const char *(*log_context)(void);
+
+bool log_set_format(const char *name)
+{
+	if (strcmp(name, "text") == 0)
+		log_format_used = LOG_FORMAT_TEXT;
+	else if (strcmp(name, "json") == 0)
+		log_format_used = LOG_FORMAT_JSON;
+	else
+		return false;
+	return true;
+}
+
+void log_set_context(const char *(*context)(void))
+{
+	log_context = context;
+}
+
+/* @s as the inside of a JSON string: quotes, backslashes and control characters escaped. */
+static void json_string(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", out);
+		else if (c == '\t')
+			fputs("\\t", out);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+}
+
+/* One object per line, as log shippers (journald's JSON, Vector, Fluent Bit) read them. */
+static void log_json(const char *level, const char *msg)
+{
+	struct timespec ts;
+	struct tm tm;
+	char when[32];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	fprintf(stderr, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"msg\":\"", when, ts.tv_nsec / 1000000, level);
+	json_string(stderr, msg);
+	fputs("\"}\n", stderr);
+}
 
 static void log_line(const char *level, const char *fmt, va_list ap)
 {
+	const char *context = log_context ? log_context() : NULL;
 	char line[1024];
+	int len = 0;
 
-	vsnprintf(line, sizeof(line), fmt, ap);
-	fprintf(stderr, "aperture: %s%s\n", level, line);
+	/* The context (a config file's FILE:LINE) says where the bad value came from. */
+	if (context)
+		len = snprintf(line, sizeof(line), "%s: ", context);
+	vsnprintf(line + len, sizeof(line) - len, fmt, ap);
+	if (log_format_used == LOG_FORMAT_JSON)
+		log_json(level, line);
+	else
+		fprintf(stderr, "aperture: %s%s\n", strcmp(level, "warning") ? "" : "warning: ", line);
 }
 
 void log_error(const char *fmt, ...)
@@ -22,7 +82,7 @@ void log_error(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	log_line("", fmt, ap);
+	log_line("error", fmt, ap);
 	va_end(ap);
 }
 
@@ -31,7 +91,16 @@ void log_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	log_line("warning: ", fmt, ap);
+	log_line("warning", fmt, ap);
+	va_end(ap);
+}
+
+void log_notice(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_line("info", fmt, ap);
 	va_end(ap);
 }
 
@@ -42,10 +111,9 @@ void log_info(const char *fmt, ...)
 	if (!log_verbose)
 		return;
 	va_start(ap, fmt);
-	log_line("", fmt, ap);
+	log_line("info", fmt, ap);
 	va_end(ap);
 }
-
 void *calloc_logged(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);

@@ -10,7 +10,14 @@
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));	/* always printed */
 extern int log_verbose;	/* -v: log_info prints */
+
+enum log_format { LOG_FORMAT_TEXT, LOG_FORMAT_JSON };
+/* "text" (aperture: ...) or "json" ({"ts","level","msg"} per line); false for another name. */
+bool log_set_format(const char *name);
+/* @context (NULL: none) returns a prefix for each line, or NULL: where a bad setting came from. */
+void log_set_context(const char *(*context)(void));
 
 /* calloc and strdup that log a failure (one line) and return NULL: callers degrade. */
 void *calloc_logged(size_t n, size_t size);
