@@ -152,6 +152,7 @@ int parse_args(struct agent_opts *o, int argc, char **argv);
 
 /* agent_oap.c */
 bool transient(int code);
+bool retryable(int code, const struct grpc_status *st);
 bool call_failed(struct agent *a, const char *what, int code, const struct grpc_status *st);
 bool unary(struct agent *a, const char *what, const char *path, struct sw_msg *req,
 	   struct grpc_buf *reply);

@@ -12,6 +12,18 @@ bool transient(int code)
 	       code == GRPC_DEADLINE_EXCEEDED || code == GRPC_ABORTED || code == GRPC_CANCELLED;
 }
 
+/*
+ * Worth trying again later: an outage, or an answer that was no gRPC answer
+ * (a reset stream, a response without grpc-status, one too large, a proxy's
+ * HTML).  Uploads may be resent safely: the OAP stores a record under an id
+ * made of its schedule, stack ids and upload time, so a resent one
+ * overwrites itself.  Only the OAP's own grpc-status refuses data for good.
+ */
+bool retryable(int code, const struct grpc_status *st)
+{
+	return transient(code) || !st->remote;
+}
+
 /* Logs a failed call once per outage; returns true when the call failed. */
 bool call_failed(struct agent *a, const char *what, int code, const struct grpc_status *st)
 {
@@ -26,7 +38,7 @@ bool call_failed(struct agent *a, const char *what, int code, const struct grpc_
 			log_error("OAP %s refused %s: %s: %s (check the token in --token-file or APERTURE_OAP_TOKEN)",
 				  a->o.oap, what, grpc_code_name(code), st->message);
 		a->fatal = true;
-	} else if (transient(code)) {
+	} else if (retryable(code, st)) {
 		if (!a->oap_down)
 			log_warn("OAP %s: %s failed: %s: %s; profiling data is kept in the spool",
 				 a->o.oap, what, grpc_code_name(code), st->message);

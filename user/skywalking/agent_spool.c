@@ -79,7 +79,7 @@ void spool_send(struct agent *a)
 			spool_forget_head(s);
 			continue;
 		}
-		if (transient(code) || a->fatal)
+		if (retryable(code, &st) || a->fatal)
 			return;
 		/* Rejected for good (e.g. INVALID_ARGUMENT): resending would not help. */
 		log_warn("dropped %zu profiling messages the OAP rejected", s->head->msgs.n);

@@ -131,6 +131,7 @@ static void set_status(struct grpc_status *st, int code, const char *fmt, ...)
 	va_list ap;
 
 	st->code = code;
+	st->remote = false;
 	va_start(ap, fmt);
 	vsnprintf(st->message, sizeof(st->message), fmt, ap);
 	va_end(ap);
@@ -943,8 +944,10 @@ static void call_status(struct grpc_call *call, int pumped, struct grpc_status *
 
 	if (call->local_code >= 0)
 		set_status(st, call->local_code, "%s", call->local_message);
-	else if (call->grpc_status >= 0)
+	else if (call->grpc_status >= 0) {
 		set_status(st, call->grpc_status, "%s", call->grpc_message);
+		st->remote = true;
+	}
 	else if (pumped == -ETIMEDOUT)
 		set_status(st, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
 	else if (pumped == -ECANCELED)

@@ -14,6 +14,7 @@
 #ifndef GRPC_H
 #define GRPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "tls.h"
@@ -52,6 +53,7 @@ struct grpc_opts {
 struct grpc_status {
 	int code;			/* enum grpc_code */
 	char message[256];		/* grpc-message, or what went wrong locally */
+	bool remote;			/* the server said it (grpc-status); false: decided here */
 };
 
 /* A response message (without the 5-byte gRPC prefix). */
