@@ -6,7 +6,7 @@ BUILD="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-d
        libnghttp2-dev libmbedtls-dev nanopb libnanopb-dev protobuf-compiler make gcc pkg-config file"
 TEST="libprotobuf-c-dev protobuf-c-compiler golang-go libxml2-utils procps
       python3-grpcio python3-protobuf elfutils binutils util-linux valgrind xz-utils
-      golang-github-google-pprof-dev iproute2"
+      golang-github-google-pprof-dev iproute2 libclang-rt-14-dev"
 BENCH="linux-perf bpftrace libbpf-tools time jq"
 KERNELS="qemu-system-x86 busybox-static cpio"
 want="$BUILD $TEST"
