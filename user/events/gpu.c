@@ -233,7 +233,7 @@ static int attach_one(struct profiler *p, struct bpf_program *prog, const char *
 }
 
 /*
- * Every entry point of libcudas_probes on @path for @pid (-1: every process):
+ * Every entry point of libcuda_probes on @path for @pid (-1: every process):
  * the entry first, then its return (a return without its entry counts nothing).
  */
 static void attach_file(struct profiler *p, const char *path, int pid)
