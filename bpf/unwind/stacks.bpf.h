@@ -53,6 +53,7 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 	__u32 zero = 0;
 	struct aperture_stack *st = bpf_map_lookup_elem(&stack_scratch, &zero);
 	long len;
+	int dwarf;
 	__u64 id;
 	/*
 	 * int, not long: before 6.4 ("bpf: return long from bpf_map_ops funcs") the
@@ -64,7 +65,8 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 	if (!st)
 		return 0;
 	st->pad = 0;
-	if (!user || !unwind_dwarf_walk(st)) {
+	dwarf = user ? unwind_dwarf_walk(st) : 0;
+	if (dwarf <= 0 && !(user && unwind_fp_walk(st))) {
 		len = bpf_get_stack(ctx, st->ips, sizeof(st->ips), user ? BPF_F_USER_STACK : 0);
 		if (len < 0) {
 			stat_inc(user ? STAT_USTACK_FAULT : STAT_KSTACK_FAULT);
@@ -72,6 +74,8 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 		}
 		st->depth = len / sizeof(__u64);
 	}
+	if (dwarf < 0)
+		unwind_mark(st, APERTURE_IP_NO_TABLES);
 	if (!st->depth)	/* e.g. no kernel stack for a sample taken in user mode */
 		return 0;
 	id = stack_hash(st);

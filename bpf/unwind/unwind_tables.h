@@ -70,6 +70,13 @@ struct unwind_proc {
  * as "[truncated]"; no frame is ever made up.
  */
 #define APERTURE_IP_TRUNCATED 0xfffffffffffffffeULL
+/*
+ * The outermost frame of a stack walked by frame pointers because DWARF
+ * unwinding is on but the process's tables were not built yet (its first
+ * samples): user space shows "[before unwind tables]", so that nobody takes
+ * such a walk of code without frame pointers for a whole stack.
+ */
+#define APERTURE_IP_NO_TABLES 0xfffffffffffffffcULL
 
 _Static_assert(sizeof(struct unwind_row) == 12, "unwind_row layout");
 _Static_assert(sizeof(struct unwind_mapping) == 32, "unwind_mapping layout");

@@ -14,13 +14,18 @@ have_feature dwarf_unwind || skip_all "no DWARF unwinding here: $(feature_why dw
 ROOT='^nofp;_start;__libc_start_main;__libc_start_call_main;main;'
 # chain_share FOLDED LEAF_ERE CHAIN_ERE: of the weight whose leaf user frame
 # matches LEAF_ERE, the percent whose whole stack (comm first, kernel frames
-# dropped) matches CHAIN_ERE
+# dropped) matches CHAIN_ERE.  Samples taken before the process's tables
+# existed (marked "[before unwind tables]" by the BPF side) are left out;
+# before_tables says how many there are.
 chain_share() {
 	LEAF="$2" CHAIN="$3" awk '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); gsub(/;[^;]*_\[k\]/, "", s)
+		if (s ~ /\[before unwind tables\]/) next
 		n = split(s, fr, ";"); if (fr[n] !~ ENVIRON["LEAF"]) next
 		tot += w; if (s ~ ENVIRON["CHAIN"]) hit += w }
 		END { if (tot == 0) print 0; else printf "%.2f\n", 100 * hit / tot }' "$1"
 }
+# before_tables FOLDED: percent of the weight walked before the process had tables
+before_tables() { pct "$(stack_weight "$1" '\[before unwind tables\]')" "$(folded_total "$1")"; }
 # leaf_total FOLDED LEAF_ERE: the weight whose leaf user frame matches
 leaf_total() {
 	LEAF="$2" awk '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); gsub(/;[^;]*_\[k\]/, "", s)
@@ -34,6 +39,7 @@ ap_ok "nofp chain" chain record -F 499 --unwind dwarf -d 30 -o "$TMP/chain.folde
 ge "samples in spin_until" "$(leaf_total "$TMP/chain.folded" '^spin_until$')" 150
 ge "spin_until: >= 99% show main;chain_a;chain_b;chain_c" \
 	"$(chain_share "$TMP/chain.folded" '^spin_until$' "${ROOT}chain_a;chain_b;chain_c;spin_until\$")" 99
+ok "samples before the tables: at most 3%" awk -v p="$(before_tables "$TMP/chain.folded")" 'BEGIN { exit !(p <= 3) }'
 ok "the end line reports the tables" \
 	grep -qE '^aperture: unwind tables: [1-9][0-9]* files, [1-9][0-9]* rows of [0-9]+, .* KiB per MiB of .eh_frame' "$TMP/chain.err"
 # The same program by frame pointers: the check above would fail.

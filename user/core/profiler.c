@@ -66,8 +66,12 @@ static int unwind_resolve(struct profiler *p)
 	static bool told;
 	char why[128];
 
-	p->dwarf = false;
-	if (p->opts.unwind == UNWIND_FP || p->opts.stack_mode == STACK_MODE_KERNEL)
+	p->dwarf = p->fp_in_bpf = false;
+	if (p->opts.stack_mode == STACK_MODE_KERNEL)
+		return 0;
+	/* Frame-pointer walks in BPF too where it can (cheaper than bpf_get_stack's). */
+	p->fp_in_bpf = feature_has(FEAT_DWARF_UNWIND);
+	if (p->opts.unwind == UNWIND_FP)
 		return 0;
 	if (feature_has(FEAT_DWARF_UNWIND)) {
 		p->dwarf = true;

@@ -160,6 +160,7 @@ struct profiler {
 	uint64_t drained_events;	/* sum of raw value 0 over all drains */
 	struct profiler_sink *sink;	/* who reads the ring buffer's records (owner only) */
 	bool dwarf;			/* user stacks by DWARF CFI where tables exist (opts.unwind resolved) */
+	bool fp_in_bpf;			/* frame-pointer walks by the BPF program, not bpf_get_stack() */
 	struct unwinder *unwinder;	/* builds the tables (owner, once it watches processes) */
 };
 
@@ -267,6 +268,7 @@ uint64_t profiler_lost(const uint64_t *stats);
 	if (__skel) {								\
 		(p)->skel = __skel;						\
 		__skel->rodata->unwind_dwarf = (p)->dwarf;			\
+		__skel->rodata->unwind_fp_in_bpf = (p)->fp_in_bpf;		\
 		(p)->obj = __skel->obj;						\
 		__err = profiler_prepare(p);					\
 		if (!__err) {							\

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -57,6 +58,20 @@ struct tracked_proc {
 };
 
 struct unwinder {
+	/*
+	 * Tables are built by a worker thread, so that the loader's reading of
+	 * the ring buffer (new processes' maps, for symbols) never waits for a
+	 * big binary's table: a short-lived process would be gone by then.
+	 * queue_lock guards the queue; state_lock everything below it.
+	 */
+	pthread_t worker;
+	bool worker_started;
+	pthread_mutex_t queue_lock;
+	pthread_cond_t queue_cond;
+	uint32_t *queue;		/* tgids to (re)track, in arrival order */
+	size_t nqueue, queue_cap;
+	bool stop;
+	pthread_mutex_t state_lock;
 	int rows_fd;
 	int procs_fd;
 	uint32_t rows_cap;
@@ -105,6 +120,40 @@ static void prebuild_host_libc(struct unwinder *u)
 			file_get(u, self, 0, 0, paths[i]);	/* no map_files entry: the root path */
 }
 
+static int track_now(struct unwinder *u, uint32_t tgid);
+
+/* Takes the next queued tgid; false when told to stop. */
+static bool queue_pop(struct unwinder *u, uint32_t *tgid)
+{
+	pthread_mutex_lock(&u->queue_lock);
+	while (!u->nqueue && !u->stop)
+		pthread_cond_wait(&u->queue_cond, &u->queue_lock);
+	if (u->stop) {
+		pthread_mutex_unlock(&u->queue_lock);
+		return false;
+	}
+	*tgid = u->queue[0];
+	memmove(u->queue, u->queue + 1, --u->nqueue * sizeof(*u->queue));
+	pthread_mutex_unlock(&u->queue_lock);
+	return true;
+}
+
+static void *worker_main(void *arg)
+{
+	struct unwinder *u = arg;
+	uint32_t tgid;
+
+	pthread_mutex_lock(&u->state_lock);
+	prebuild_host_libc(u);
+	pthread_mutex_unlock(&u->state_lock);
+	while (queue_pop(u, &tgid)) {
+		pthread_mutex_lock(&u->state_lock);
+		track_now(u, tgid);	/* gone already: nothing to unwind */
+		pthread_mutex_unlock(&u->state_lock);
+	}
+	return NULL;
+}
+
 struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd)
 {
 	struct unwinder *u = calloc_logged(1, sizeof(*u));
@@ -119,7 +168,15 @@ struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd)
 	u->rows_fd = rows_fd;
 	u->rows_cap = rows_cap;
 	u->procs_fd = procs_fd;
-	prebuild_host_libc(u);
+	pthread_mutex_init(&u->queue_lock, NULL);
+	pthread_cond_init(&u->queue_cond, NULL);
+	pthread_mutex_init(&u->state_lock, NULL);
+	if (pthread_create(&u->worker, NULL, worker_main, u)) {
+		log_warn("unwind: cannot start the table builder: stacks by frame pointers only");
+		unwinder_free(u);
+		return NULL;
+	}
+	u->worker_started = true;
 	return u;
 }
 
@@ -127,6 +184,17 @@ void unwinder_free(struct unwinder *u)
 {
 	if (!u)
 		return;
+	if (u->worker_started) {
+		pthread_mutex_lock(&u->queue_lock);
+		u->stop = true;
+		pthread_cond_signal(&u->queue_cond);
+		pthread_mutex_unlock(&u->queue_lock);
+		pthread_join(u->worker, NULL);
+	}
+	pthread_mutex_destroy(&u->queue_lock);
+	pthread_cond_destroy(&u->queue_cond);
+	pthread_mutex_destroy(&u->state_lock);
+	free(u->queue);
 	for (size_t i = 0; i < u->nprocs; i++)
 		free(u->procs[i].files);
 	free(u->procs);
@@ -554,6 +622,33 @@ static int procs_sweep(struct unwinder *u)
 
 int unwinder_track(struct unwinder *u, uint32_t tgid)
 {
+	int err = 0;
+
+	pthread_mutex_lock(&u->queue_lock);
+	for (size_t i = 0; i < u->nqueue; i++)
+		if (u->queue[i] == tgid)
+			goto out;	/* queued already: one read of its maps will do */
+	if (u->nqueue == u->queue_cap) {
+		size_t cap = u->queue_cap ? u->queue_cap * 2 : 64;
+		uint32_t *grown = realloc(u->queue, cap * sizeof(*grown));
+
+		if (!grown) {
+			err = -ENOMEM;
+			goto out;
+		}
+		u->queue = grown;
+		u->queue_cap = cap;
+	}
+	u->queue[u->nqueue++] = tgid;
+	pthread_cond_signal(&u->queue_cond);
+out:
+	pthread_mutex_unlock(&u->queue_lock);
+	return err;
+}
+
+/* Reads @tgid's maps, builds what tables it needs and writes its entry (worker thread). */
+static int track_now(struct unwinder *u, uint32_t tgid)
+{
 	int err = proc_read(u, tgid, u->scratch);
 
 	if (err)
@@ -570,11 +665,15 @@ int unwinder_track(struct unwinder *u, uint32_t tgid)
 	return 0;
 }
 
-void unwinder_report(const struct unwinder *u, FILE *out)
+void unwinder_report(struct unwinder *u, FILE *out)
 {
 	uint64_t rows = 0, table_bytes;
-	size_t with = 0;
+	size_t with = 0, queued;
 
+	pthread_mutex_lock(&u->queue_lock);
+	queued = u->nqueue;
+	pthread_mutex_unlock(&u->queue_lock);
+	pthread_mutex_lock(&u->state_lock);
 	for (size_t i = 0; i < u->nfiles; i++) {
 		with += u->files[i].nrows != 0;
 		rows += u->files[i].nrows;
@@ -582,9 +681,10 @@ void unwinder_report(const struct unwinder *u, FILE *out)
 	table_bytes = rows * sizeof(struct unwind_row);
 	fprintf(out, "aperture: unwind tables: %zu files, %" PRIu64 " rows of %u, %.1f MiB (%.0f KiB per MiB of .eh_frame), "
 		"built in %.0f ms; %u files without, %u evicted, %u without room, %u mappings beyond %d "
-		"per process, %u processes not tracked\n",
+		"per process, %u processes not tracked, %zu still queued\n",
 		with, rows, u->rows_cap, table_bytes / 1048576.0,
 		u->eh_frame_bytes ? table_bytes / 1024.0 / (u->eh_frame_bytes / 1048576.0) : 0.0,
 		u->build_ns / 1e6, u->files_without, u->files_evicted, u->files_no_room, u->mappings_dropped,
-		UNWIND_MAX_MAPPINGS, u->procs_full);
+		UNWIND_MAX_MAPPINGS, u->procs_full, queued);
+	pthread_mutex_unlock(&u->state_lock);
 }

@@ -30,12 +30,13 @@ struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd);
 void unwinder_free(struct unwinder *u);
 
 /*
- * (Re)reads /proc/@tgid/maps, builds the tables of files not seen before and
- * writes the process's mappings for the walk.  0, or -ESRCH when it is gone.
+ * Queues @tgid for the table builder thread, which (re)reads its
+ * /proc/PID/maps, builds the tables of files not seen before and writes the
+ * process's mappings for the walk.  0, or -ENOMEM.
  */
 int unwinder_track(struct unwinder *u, uint32_t tgid);
 
 /* One line: files, rows, memory, .eh_frame read, build time, what did not fit. */
-void unwinder_report(const struct unwinder *u, FILE *out);
+void unwinder_report(struct unwinder *u, FILE *out);
 
 #endif /* UNWINDER_H */
