@@ -6,19 +6,29 @@
  * control map steers them, iterators print them.  Nothing is drained here,
  * so a restart, even after kill -9, cannot lose or double-count anything.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include "cli.h"
+#include "config.h"
 #include "daemon.h"
+#include "exporter.h"
+#include "oncpu.h"
+#include "outdir.h"
 #include "pin.h"
 #include "profiler.h"
 #include "util.h"
 
 #define MAX_PIDS 256
+#define DRAIN_EVERY_NS 1000000000ull	/* with --output-dir: generations drained each second */
 
 struct daemon_opts {
 	struct profiler_opts prof;
@@ -26,9 +36,17 @@ struct daemon_opts {
 	const char *dir;
 	bool unpin;
 	bool reset;
+	const char *output_dir;		/* NULL: nothing drained, nothing written */
+	const char *output_format;	/* exporter name */
+	uint64_t interval_s;		/* the health line's period, and the files' */
+	uint64_t keep_files;
+	uint64_t keep_mb;
 };
 
-enum { OPT_PIN = 256, OPT_UNPIN, OPT_RESET, OPT_HELP };
+enum {
+	OPT_PIN = 256, OPT_UNPIN, OPT_RESET, OPT_HELP, OPT_OUTPUT_DIR, OPT_OUTPUT_FORMAT, OPT_INTERVAL,
+	OPT_KEEP_FILES, OPT_KEEP_MB,
+};
 
 #define DAEMON_PROFILER_OPTIONS (CLI_TARGETS | CLI_KIND_FLAGS | CLI_KIND_OPTIONS)
 
@@ -36,9 +54,36 @@ static const struct option daemon_options[] = {
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "unpin", no_argument, NULL, OPT_UNPIN },
 	{ "reset", no_argument, NULL, OPT_RESET },
+	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+	{ "output-format", required_argument, NULL, OPT_OUTPUT_FORMAT },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "keep-files", required_argument, NULL, OPT_KEEP_FILES },
+	{ "keep-mb", required_argument, NULL, OPT_KEEP_MB },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
+};
+
+/* One daemon: its settings, what it opened, and the interval's state. */
+struct daemon_run {
+	struct daemon_opts o;
+	int argc;			/* the command line, parsed again on SIGHUP */
+	char **argv;
+	struct profiler_shared shared;
+	const struct profiler_ops *ops[PROFILER_MAX];
+	struct profiler *profs[PROFILER_MAX];
+	int nprofs;
+	/* --output-dir only */
+	struct symbolizer *sym;
+	struct ring_buffer *events;
+	struct profile profiles[PROFILER_MAX];
+	struct outdir out;
+	uint64_t interval_start_ns;	/* CLOCK_MONOTONIC */
+	uint64_t files_written;
+	uint64_t write_errors;
+	/* the last interval's counters, for deltas */
+	uint64_t last_events[PROFILER_MAX];
+	uint64_t last_lost[PROFILER_MAX];
 };
 
 static void usage(FILE *out)
@@ -68,7 +113,59 @@ static void usage(FILE *out)
 "      --pin DIR            the pin directory (bpffs)\n"
 "      --unpin              detach and remove everything pinned under DIR, then exit\n"
 "      --reset              empty the pinned totals and stacks (the maps fill up over time), then exit\n"
-"  -v, --verbose            more messages\n");
+"\n"
+"Local outputs and health (README: Running it for months):\n"
+"      --output-dir DIR     one profile per interval per kind in DIR (files 0600, written whole)\n"
+"      --output-format F    %s (default pprof)\n"
+"      --interval S         seconds per file and per health line: 60, 60s, 5m, 1h (default 60s)\n"
+"      --keep-files N       keep the newest N files of each kind (default 0: no limit)\n"
+"      --keep-mb M          keep at most M MiB of each kind's files (default 0: no limit)\n"
+"      --config FILE        settings as key = value lines; flags override them\n"
+"      --check-config       print the effective settings and where each came from, then exit 0 (2: bad)\n"
+"      --log-format F       text (default) or json (one {ts, level, msg} object per line)\n"
+"  -v, --verbose            more messages\n"
+"SIGHUP reads --config again, SIGUSR1 prints a stats line.\n", exporter_names());
+}
+
+/* "60", "60s", "5m", "1h": seconds in [1, 1 day]. */
+static bool parse_interval(const char *arg, uint64_t *seconds)
+{
+	char number[32];
+	size_t len = strlen(arg);
+	uint64_t unit = 1;
+
+	if (len && len < sizeof(number) && strchr("smh", arg[len - 1])) {
+		unit = arg[len - 1] == 'h' ? 3600 : arg[len - 1] == 'm' ? 60 : 1;
+		len--;
+	}
+	snprintf(number, sizeof(number), "%.*s", (int)len, arg);
+	if (!cli_parse_u64("--interval", number, 1, 86400 / unit, seconds))
+		return false;
+	*seconds *= unit;
+	return true;
+}
+
+static bool daemon_option(struct daemon_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case OPT_OUTPUT_DIR:
+		o->output_dir = arg;
+		return true;
+	case OPT_OUTPUT_FORMAT:
+		if (!exporter_by_name(arg) || strcmp(arg, "skywalking") == 0) {
+			log_error("--output-format: '%s' is not one of pprof, folded, svg", arg);
+			return false;
+		}
+		o->output_format = arg;
+		return true;
+	case OPT_INTERVAL:
+		return parse_interval(arg, &o->interval_s);
+	case OPT_KEEP_FILES:
+		return cli_parse_u64("--keep-files", arg, 0, 1000000, &o->keep_files);
+	case OPT_KEEP_MB:
+		return cli_parse_u64("--keep-mb", arg, 0, 1u << 30, &o->keep_mb);
+	}
+	return false;
 }
 
 static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt *g);
@@ -84,6 +181,8 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 	int c, handled;
 
 	o->dir = PIN_DEFAULT_DIR;
+	o->output_format = "pprof";
+	o->interval_s = 60;
 	cli_profiler_defaults(&o->prof);
 	o->prof.keep_totals = true;
 	optind = 1;
@@ -106,6 +205,14 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 			break;
 		case 'v':
 			log_verbose++;
+			break;
+		case OPT_OUTPUT_DIR:
+		case OPT_OUTPUT_FORMAT:
+		case OPT_INTERVAL:
+		case OPT_KEEP_FILES:
+		case OPT_KEEP_MB:
+			if (!daemon_option(o, c, optarg))
+				return EXIT_USAGE;
 			break;
 		case OPT_HELP:
 			usage(stdout);
@@ -131,49 +238,397 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 	return 0;
 }
 
+
+/* --- health: one line per interval, a stats line on SIGUSR1 --- */
+
+/* Frames no symbol covers, of all frames, in @prof's samples. */
+static void count_misses(const struct profile *prof, uint64_t *misses, uint64_t *frames)
+{
+	for (size_t i = 0; i < prof->nsamples; i++) {
+		const struct profile_sample *s = &prof->samples[i];
+
+		for (uint32_t f = 0; f < s->nkernel + s->nuser; f++)
+			*misses += !s->frames[f].sym.function;
+		*frames += s->nkernel + s->nuser;
+	}
+}
+
+/* @say false: only takes the counters the next interval's deltas start from. */
+static void health_line(struct daemon_run *run, uint64_t misses, uint64_t frames, bool say)
+{
+	char line[1024];
+	size_t len = 0;
+	uint64_t stats[STAT_MAX];
+
+	for (int i = 0; i < run->nprofs && len < sizeof(line); i++) {
+		struct profiler *p = run->profs[i];
+		uint64_t lost;
+
+		if (profiler_stats(p, stats))
+			continue;
+		lost = profiler_lost(stats);
+		len += snprintf(line + len, sizeof(line) - len, "%s: %" PRIu64 " %s, %" PRIu64 " lost; ",
+				p->ops->name, stats[STAT_EVENTS] - run->last_events[i], p->ops->value_types[0].type,
+				lost - run->last_lost[i]);
+		run->last_events[i] = stats[STAT_EVENTS];
+		run->last_lost[i] = lost;
+	}
+	if (!say)
+		return;
+	if (run->o.output_dir && len < sizeof(line))
+		len += snprintf(line + len, sizeof(line) - len, "symbols missing: %" PRIu64 " of %" PRIu64
+				" frames; files: %" PRIu64 " written, %" PRIu64 " failed; ",
+				misses, frames, run->files_written, run->write_errors);
+	log_notice("interval %" PRIu64 "s: %soap: none (local daemon); spool: none", run->o.interval_s, line);
+}
+
+/* Entries in the map behind @fd, and its max_entries; false when it cannot be read. */
+static bool map_use(int fd, uint64_t *used, uint64_t *cap)
+{
+	struct bpf_map_info info = {};
+	__u32 info_len = sizeof(info);
+	void *key, *next;
+	bool first = true;
+
+	*used = 0;
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &info_len))
+		return false;
+	*cap = info.max_entries;
+	key = calloc(2, info.key_size ? info.key_size : 1);
+	if (!key)
+		return false;
+	next = (char *)key + info.key_size;
+	while (bpf_map_get_next_key(fd, first ? NULL : key, next) == 0 && *used < *cap + 1) {
+		memcpy(key, next, info.key_size);
+		first = false;
+		(*used)++;
+	}
+	free(key);
+	return true;
+}
+
+/* This process's resident memory (KiB) and open fds, from /proc/self. */
+static void process_use(uint64_t *rss_kib, uint64_t *fds)
+{
+	FILE *f = fopen("/proc/self/statm", "re");
+	unsigned long size, resident = 0;
+	DIR *dir = opendir("/proc/self/fd");
+
+	if (f && fscanf(f, "%lu %lu", &size, &resident) != 2)
+		resident = 0;
+	if (f)
+		fclose(f);
+	*rss_kib = resident * (uint64_t)(sysconf(_SC_PAGESIZE) / 1024);
+	*fds = 0;
+	while (dir && readdir(dir))
+		(*fds)++;
+	if (dir) {
+		*fds -= 3;	/* ".", ".." and the directory's own fd */
+		closedir(dir);
+	}
+}
+
+static void stats_line(struct daemon_run *run)
+{
+	char line[2048];
+	size_t len = 0;
+	uint64_t used, cap, rss_kib, fds, files, bytes;
+
+	for (int i = 0; i < run->nprofs && len < sizeof(line); i++) {
+		struct profiler *p = run->profs[i];
+		static const enum map_slot shown[] = { MAP_STACKS, MAP_TOTALS, MAP_TARGET_PIDS };
+
+		len += snprintf(line + len, sizeof(line) - len, "%s:", p->ops->name);
+		for (size_t m = 0; m < sizeof(shown) / sizeof(shown[0]) && len < sizeof(line); m++)
+			if (map_use(p->fd[shown[m]], &used, &cap))
+				len += snprintf(line + len, sizeof(line) - len, " %s %" PRIu64 "/%" PRIu64,
+						map_slots[shown[m]].pin, used, cap);
+		if (run->o.output_dir && len < sizeof(line)) {
+			outdir_usage(&run->out, p->ops->name, &files, &bytes);
+			len += snprintf(line + len, sizeof(line) - len, " files %" PRIu64 "/%" PRIu64
+					" bytes %" PRIu64 "/%" PRIu64, files, run->o.keep_files, bytes,
+					run->o.keep_mb << 20);
+		}
+		if (len < sizeof(line))
+			len += snprintf(line + len, sizeof(line) - len, "; ");
+	}
+	process_use(&rss_kib, &fds);
+	log_notice("stats: %s(used/cap; 0: no cap) rss %" PRIu64 " KiB, %" PRIu64 " fds", line, rss_kib, fds);
+}
+
+/* --- local outputs --- */
+
+static void drain_all(struct daemon_run *run)
+{
+	for (int i = 0; i < run->nprofs; i++) {
+		int err = profiler_snapshot_into(run->profs[i], &run->profiles[i]);
+
+		if (err)	/* the counts stay in the kernel's generation: the next drain takes them */
+			log_warn("%s: cannot drain the interval's counts: %s", run->profs[i]->ops->name,
+				 strerror(-err));
+	}
+}
+
+static void start_profiles(struct daemon_run *run, uint64_t now)
+{
+	for (int i = 0; i < run->nprofs; i++) {
+		profiler_profile_init(run->profs[i], &run->profiles[i], run->sym);
+		run->profiles[i].time_ns = now_ns(CLOCK_REALTIME);
+	}
+	run->interval_start_ns = now;
+}
+
+/* Writes each kind's profile of the interval ending @now, and starts the next. */
+static void write_profiles(struct daemon_run *run, uint64_t now, uint64_t *misses, uint64_t *frames)
+{
+	drain_all(run);
+	for (int i = 0; i < run->nprofs; i++) {
+		struct profile *prof = &run->profiles[i];
+
+		prof->duration_ns = now - run->interval_start_ns;
+		count_misses(prof, misses, frames);
+		if (outdir_write(&run->out, prof, time(NULL)) == 0)
+			run->files_written++;
+		else
+			run->write_errors++;
+		profile_free(prof);
+	}
+	start_profiles(run, now);
+}
+
+static void end_interval(struct daemon_run *run, uint64_t now)
+{
+	uint64_t misses = 0, frames = 0;
+
+	if (run->o.output_dir)
+		write_profiles(run, now, &misses, &frames);
+	health_line(run, misses, frames, true);
+}
+
+/* --- SIGHUP --- */
+
+/* What a running daemon cannot change; one line naming them when the file did. */
+static void say_restart_keys(const struct daemon_opts *now, const struct daemon_opts *next)
+{
+	const struct oncpu_config *old_cpu = profiler_config(&now->prof, &profiler_oncpu);
+	const struct oncpu_config *new_cpu = profiler_config(&next->prof, &profiler_oncpu);
+	char keys[256] = "";
+	size_t len = 0;
+
+#define CHANGED(key, cond) \
+	if ((cond) && len < sizeof(keys)) \
+		len += snprintf(keys + len, sizeof(keys) - len, "%s%s", len ? ", " : "", key)
+	CHANGED("pin", strcmp(now->dir, next->dir));
+	CHANGED("profilers", now->prof.kinds != next->prof.kinds);
+	CHANGED("freq", old_cpu->freq_hz != new_cpu->freq_hz);
+	CHANGED("unwind", now->prof.unwind != next->prof.unwind);
+	CHANGED("unwind-rows", now->prof.unwind_rows != next->prof.unwind_rows);
+	CHANGED("output-dir", (now->output_dir != NULL) != (next->output_dir != NULL) ||
+			      (now->output_dir && strcmp(now->output_dir, next->output_dir)));
+	CHANGED("output-format", strcmp(now->output_format, next->output_format));
+#undef CHANGED
+	if (len)
+		log_warn("reload: %s changed: not applied, they need a restart (freq: `aperture run --unpin` "
+			 "first, the pinned perf events keep their rate)", keys);
+}
+
+/* Keeps the running values of what needs a restart, takes the rest from @next. */
+static void take_live(struct daemon_opts *now, struct daemon_opts *next)
+{
+	struct oncpu_config *new_cpu = profiler_config(&next->prof, &profiler_oncpu);
+	const struct oncpu_config *old_cpu = profiler_config(&now->prof, &profiler_oncpu);
+
+	next->dir = now->dir;
+	next->prof.kinds = now->prof.kinds;
+	new_cpu->freq_hz = old_cpu->freq_hz;
+	next->prof.unwind = now->prof.unwind;
+	next->prof.unwind_rows = now->prof.unwind_rows;
+	next->output_dir = now->output_dir;
+	next->output_format = now->output_format;
+	next->prof.shared = now->prof.shared;
+	*now = *next;
+	now->prof.pids = now->pids;
+}
+
+static int apply_live(struct daemon_run *run)
+{
+	for (int i = 0; i < run->nprofs; i++) {
+		struct profiler *p = run->profs[i];
+		int err;
+
+		p->opts.stack_mode = run->o.prof.stack_mode;
+		p->opts.cgroup_id = run->o.prof.cgroup_id;
+		memcpy(p->opts.config[p->ops->id], run->o.prof.config[p->ops->id], sizeof(p->opts.config[0]));
+		err = profiler_set_pids(p, run->o.pids, run->o.prof.npids);
+		if (err)
+			return err;
+	}
+	run->out.keep_files = run->o.keep_files;
+	run->out.keep_bytes = run->o.keep_mb << 20;
+	return 0;
+}
+
+/*
+ * Reads the command line and its --config file again.  Nothing is drained or
+ * reset: the counts go on into the same maps, only the filters change.
+ */
+static void daemon_reload(struct daemon_run *run)
+{
+	static struct daemon_opts next;	/* a profiler_opts is 4 KiB */
+	int err;
+
+	memset(&next, 0, sizeof(next));
+	log_notice("SIGHUP: reading %s again", config_path() ? config_path() : "the command line");
+	err = parse_args(&next, run->argc, run->argv);
+	if (err) {
+		log_error("reload: the settings above are wrong; the running ones are kept");
+		return;
+	}
+	say_restart_keys(&run->o, &next);
+	take_live(&run->o, &next);
+	err = apply_live(run);
+	if (err)
+		log_error("reload: cannot apply the new targets and filters: %s", strerror(-err));
+	else
+		log_notice("reload: targets (%d pids, cgroup %" PRIu64 "), filters, interval %" PRIu64
+			   "s and rotation applied", run->o.prof.npids, (uint64_t)run->o.prof.cgroup_id,
+			   run->o.interval_s);
+}
+
+/* --- the daemon --- */
+
+static int daemon_start(struct daemon_run *run)
+{
+	struct daemon_opts *o = &run->o;
+	int err;
+
+	o->prof.shared = &run->shared;
+	for (int i = 0; profilers[i]; i++)
+		if (o->prof.kinds & (1u << profilers[i]->id))
+			run->ops[run->nprofs++] = profilers[i];
+	if (o->output_dir) {
+		err = outdir_open(&run->out, o->output_dir, exporter_by_name(o->output_format));
+		if (err)
+			return err;
+		run->out.keep_files = o->keep_files;
+		run->out.keep_bytes = o->keep_mb << 20;
+		run->sym = symbolizer_new();
+		if (!run->sym)
+			return -ENOMEM;
+	}
+	err = pin_start(o->dir, run->ops, run->nprofs, &o->prof, run->profs);
+	if (err)
+		return err;
+	for (int i = 0; run->sym && i < run->nprofs; i++)
+		profiler_watch_processes(run->profs[i], &run->events, run->sym);	/* degrades, logged */
+	start_profiles(run, now_ns(CLOCK_MONOTONIC));
+	health_line(run, 0, 0, false);
+	return 0;
+}
+
+/* Sleeps until @until (CLOCK_MONOTONIC ns), at most 100 ms, reading new-process notifications meanwhile. */
+static void wait_until(struct daemon_run *run, uint64_t until)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t ms = until > now ? (until - now) / 1000000 + 1 : 0;
+
+	if (ms > 100)
+		ms = 100;
+	if (run->events) {
+		ring_buffer__poll(run->events, (int)ms);
+		symbolizer_reread_young(run->sym);
+	} else {
+		struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
+
+		nanosleep(&ts, NULL);	/* EINTR: a signal to look at */
+	}
+}
+
+static void daemon_loop(struct daemon_run *run)
+{
+	uint64_t next_drain = run->interval_start_ns + DRAIN_EVERY_NS;
+
+	while (!cli_stop) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		uint64_t interval_end = run->interval_start_ns + run->o.interval_s * 1000000000ull;
+
+		if (cli_reload) {
+			cli_reload = 0;
+			daemon_reload(run);
+		}
+		if (cli_stats) {
+			cli_stats = 0;
+			stats_line(run);
+		}
+		if (now >= interval_end) {
+			end_interval(run, now);
+			if (!run->o.output_dir)	/* with outputs, start_profiles moved the start */
+				run->interval_start_ns = now;
+			continue;
+		}
+		if (run->o.output_dir && now >= next_drain) {
+			drain_all(run);
+			next_drain = now + DRAIN_EVERY_NS;
+		}
+		wait_until(run, run->o.output_dir && next_drain < interval_end ? next_drain : interval_end);
+	}
+	/* The partial last interval: what was counted since the last file is not lost. */
+	if (run->o.output_dir)
+		end_interval(run, now_ns(CLOCK_MONOTONIC));
+}
+
+static void daemon_close(struct daemon_run *run)
+{
+	for (int i = 0; i < run->nprofs; i++) {
+		if (run->sym)
+			profile_free(&run->profiles[i]);
+		profiler_close(run->profs[i]);
+	}
+	ring_buffer__free(run->events);
+	if (run->o.output_dir)
+		outdir_close(&run->out);
+	symbolizer_free(run->sym);
+	profiler_shared_close(&run->shared);
+}
+
 int daemon_main(int argc, char **argv)
 {
-	struct profiler_shared shared;
-	const struct profiler_ops *ops[PROFILER_MAX];
-	struct profiler *profs[PROFILER_MAX] = {};
-	struct daemon_opts o = {};
-	int err, nprofs = 0;
+	static struct daemon_run run;	/* the profiles and options are big */
+	struct daemon_opts *o = &run.o;
+	int err;
 
-	profiler_shared_init(&shared);
-	err = parse_args(&o, argc, argv);
+	profiler_shared_init(&run.shared);
+	run.out.dirfd = -1;
+	run.argc = argc;
+	run.argv = argv;
+	err = parse_args(o, argc, argv);
 	if (err)
 		return err < 0 ? 0 : err;
 	if (!cli_check_environment())
 		return EXIT_RUNTIME;
-	if (o.reset) {
-		err = pin_reset(o.dir);
+	if (o->reset) {
+		err = pin_reset(o->dir);
 		if (!err)
-			fprintf(stderr, "aperture: emptied the totals and stacks pinned under %s\n", o.dir);
+			log_notice("emptied the totals and stacks pinned under %s", o->dir);
 		return err ? EXIT_RUNTIME : 0;
 	}
-	if (o.unpin) {
-		err = pin_remove_all(o.dir);
+	if (o->unpin) {
+		err = pin_remove_all(o->dir);
 		if (!err)
-			fprintf(stderr, "aperture: removed everything pinned under %s\n", o.dir);
+			log_notice("removed everything pinned under %s", o->dir);
 		return err ? EXIT_RUNTIME : 0;
 	}
 	cli_libbpf_logging();
 	cli_install_signals();
-	o.prof.shared = &shared;
-	for (int i = 0; profilers[i]; i++)
-		if (o.prof.kinds & (1u << profilers[i]->id))
-			ops[nprofs++] = profilers[i];
-	err = pin_start(o.dir, ops, nprofs, &o.prof, profs);
-	if (err)
-		goto cleanup;
-	fprintf(stderr, "aperture: profiling; pinned under %s (aperture dump --pin %s)\n", o.dir, o.dir);
-	while (!cli_stop)
-		pause();
-	fprintf(stderr, "aperture: stopped; the programs keep running pinned under %s "
-		"(`aperture run --unpin --pin %s` removes them)\n", o.dir, o.dir);
-cleanup:
-	for (int i = 0; i < nprofs; i++)
-		profiler_close(profs[i]);
-	profiler_shared_close(&shared);
+	cli_install_daemon_signals();
+	err = daemon_start(&run);
+	if (!err) {
+		log_notice("profiling; pinned under %s (aperture dump --pin %s)%s%s", o->dir, o->dir,
+			   o->output_dir ? "; profiles into " : "", o->output_dir ? o->output_dir : "");
+		daemon_loop(&run);
+		log_notice("stopped; the programs keep running pinned under %s "
+			   "(`aperture run --unpin --pin %s` removes them)", o->dir, o->dir);
+	}
+	daemon_close(&run);
 	return err ? EXIT_RUNTIME : 0;
 }

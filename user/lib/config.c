@@ -2,9 +2,10 @@
 /*
  * The config file.  Format (README, "Running it for months"):
  *
- *   # a comment (a line whose first non-blank character is #)
+ *   # a comment
  *   oap = oap.example:11800
- *   frequency = 49            # not a comment: '#' only starts a line's comment
+ *   frequency = 49            # a comment too: '#' after a blank
+ *   exe-pattern = "*#x"       # in double quotes, '#' is kept
  *   profilers = oncpu,offcpu
  *   user-only = true
  *
@@ -93,6 +94,21 @@ static char *trim(char *s)
 	return s;
 }
 
+/* Cuts @text at a '#' that follows a blank and is not inside double quotes. */
+static void cut_comment(char *text)
+{
+	bool quoted = false;
+
+	for (char *c = text; *c; c++) {
+		if (*c == '"')
+			quoted = !quoted;
+		else if (*c == '#' && !quoted && (c == text || c[-1] == ' ' || c[-1] == '\t')) {
+			*c = 0;
+			return;
+		}
+	}
+}
+
 /* key = value, or "value" in double quotes (kept as is inside); false after one line. */
 static bool split_line(const char *path, int line, char *text, char **key, char **value)
 {
@@ -159,7 +175,9 @@ static bool config_file_read(struct config_file *cf)
 		char *s = trim(text);
 
 		line++;
-		if (!*s || *s == '#')
+		cut_comment(s);
+		s = trim(s);
+		if (!*s)
 			continue;
 		ok = split_line(cf->path, line, s, &key, &value) && add_entry(cf, line, key, value);
 	}

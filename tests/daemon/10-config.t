@@ -1,0 +1,114 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# aperture run --config FILE: the format, flags over the file, --check-config,
+# one FILE:LINE line for a bad key or value, --log-format json, and SIGHUP:
+# targets and filters applied live, restart keys named, a bad file refused,
+# the pinned totals kept.
+. "$(dirname "$0")/../lib.sh"
+require_root
+require_aperture
+require_workload cpuburn
+command -v bpftool >/dev/null || skip_all "bpftool missing"
+
+DIR=/sys/fs/bpf/aperture_cfg_$$
+CTL="$TOP/tools/aperture-ctl"
+CONF=$TMP/aperture.conf
+at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+
+# 1. The format and --check-config.
+cat >"$CONF" <<CONF
+# a comment, then blank lines
+
+pin = $DIR
+frequency = 49
+profilers = oncpu,offcpu
+min-block-us = 5
+user-only = true
+interval = 2s
+CONF
+run_ap check1 run --config "$CONF" --check-config
+is "--check-config exits 0" "$AP_RC" 0
+ok "pin from the file" grep -qx "pin = $DIR  # file" "$TMP/check1.out"
+ok "frequency is freq, from the file" grep -qx "freq = 49  # file" "$TMP/check1.out"
+ok "profilers from the file" grep -qx "profilers = oncpu,offcpu  # file" "$TMP/check1.out"
+ok "a flag option set to true" grep -qx "user-only = true  # file" "$TMP/check1.out"
+ok "an unset key shows its default" grep -qx "# keep-files =  # default: 0 (no limit)" "$TMP/check1.out"
+ok "log-format shown with its default" grep -qx "log-format = text  # default" "$TMP/check1.out"
+run_ap check2 run --config "$CONF" -F 77 --offcpu -p $$ --check-config
+ok "a flag overrides the file (-F)" grep -qx "freq = 77  # flag" "$TMP/check2.out"
+ok "a profiler flag overrides the file's profilers" grep -qx "profilers = offcpu  # flag" "$TMP/check2.out"
+echo "pid = 1" >>"$CONF"
+run_ap check3 run --config "$CONF" -p $$ --check-config
+is "a repeatable key on the command line replaces the file's" "$(grep -c '^pid = ' "$TMP/check3.out")" 1
+ok "  and it is the flag's" grep -qx "pid = $$  # flag" "$TMP/check3.out"
+run_ap check4 run --config "$TMP/check1.out" --check-config
+is "--check-config's output is itself a valid config" "$AP_RC" 0
+
+# 2. Bad files: one line naming FILE:LINE, exit 2.
+bad() {
+	local name=$1 want=$2
+	printf '%b' "$3" >"$TMP/$name.conf"
+	run_ap "$name" run --config "$TMP/$name.conf" --check-config
+	is "$name: exit 2" "$AP_RC" 2
+	is "$name: one line" "$(wc -l <"$TMP/$name.err")" 1
+	ok "$name: names $want" grep -q "$TMP/$name.conf:$want" "$TMP/$name.err"
+}
+bad bad_value "3: -F: 'fast' is not a number" "# x\npin = $DIR\nfrequency = fast\n"
+bad bad_key "2: unknown key 'colour'" "pin = $DIR\ncolour = blue\n"
+bad bad_line "1: expected 'key = value'" "just words\n"
+bad bad_bool "1: user-only: 'maybe'" "user-only = maybe\n"
+bad bad_profiler "1: profilers: 'gpux'" "profilers = oncpu,gpux\n"
+bad bad_action "1: unknown key 'unpin'" "unpin = true\n"
+bad bad_pid "2: -p: no process" "pin = $DIR\npid = 999999999\n"
+run_ap missing run --config "$TMP/nonexistent.conf"
+is "a missing file: exit 2" "$AP_RC" 2
+
+# 3. --log-format json: one object per line with ts, level, msg.
+run_ap json run --log-format json -F fast --check-config
+is "json: exit 2" "$AP_RC" 2
+ok "json: the error line is a JSON object with ts, level, msg" /usr/bin/python3 -c '
+import json, sys
+o = json.loads(open(sys.argv[1]).readline())
+assert set(o) == {"ts", "level", "msg"} and o["level"] == "error" and "-F" in o["msg"], o' "$TMP/json.err"
+run_ap json2 run --log-format yaml --check-config
+is "an unknown log format: exit 2" "$AP_RC" 2
+
+# 4. SIGHUP: targets, filters; restart keys named; a bad file refused; totals kept.
+cp "$WL/cpuburn" "$TMP/burn_a"; cp "$WL/cpuburn" "$TMP/burn_b"
+bg "$TMP/burn_a" 60; A=$BG_PID
+bg "$TMP/burn_b" 60; B=$BG_PID
+printf 'pin = %s\nprofilers = oncpu\npid = %s\ninterval = 1s\n' "$DIR" "$A" >"$CONF"
+"$APERTURE" run --config "$CONF" 2>"$TMP/daemon.err" &
+DAEMON=$!; _bg_pids+=("$DAEMON")
+for ((i = 0; i < 100; i++)); do [ -e "$DIR/oncpu_active" ] && break; sleep 0.1; done
+ok "daemon started from the config file" test -e "$DIR/oncpu_active"
+targets() { "$CTL" -d "$DIR" status | awk '$1 == "target_pids" { print $2 }'; }
+comm_weight() { APERTURE="$APERTURE" "$CTL" -d "$DIR" dump oncpu | awk -v c="$1" -F';' '$1 == c { n = split($NF, a, " "); t += a[n] } END { print t + 0 }'; }
+is "the file's pid is the target" "$(targets)" "$A"
+sleep 2
+before_a=$(comm_weight burn_a)
+printf 'pin = %s\nprofilers = oncpu\npid = %s\nfrequency = 49\nuser-only = true\ninterval = 1s\n' "$DIR" "$B" >"$CONF"
+kill -HUP "$DAEMON"; sleep 1.5
+ok "SIGHUP: the daemon lives on" kill -0 "$DAEMON"
+is "SIGHUP: the new target set" "$(targets)" "$B"
+ok "SIGHUP: the filter applied (stack_mode user)" sh -c "'$CTL' -d '$DIR' status | grep -Eq '^stack_mode +1'"
+ok "SIGHUP: freq named as needing a restart" grep -q "reload: freq changed: not applied" "$TMP/daemon.err"
+sleep 2
+after_a=$(comm_weight burn_a)
+ge "SIGHUP: the totals of the old target are kept" "$after_a" "$before_a"
+ge "  and counted before the reload" "$before_a" 1
+ge "SIGHUP: the new target is counted" "$(comm_weight burn_b)" 1
+echo "frequency = slow" >>"$CONF"
+kill -HUP "$DAEMON"; sleep 1.5
+ok "a bad file on SIGHUP: FILE:LINE said" grep -q "$CONF:7: -F: 'slow'" "$TMP/daemon.err"
+ok "  the running settings kept" grep -q "the running ones are kept" "$TMP/daemon.err"
+ok "  the daemon lives on" kill -0 "$DAEMON"
+is "  the targets unchanged" "$(targets)" "$B"
+ge "a health line per interval" "$(grep -c 'interval 1s: oncpu: ' "$TMP/daemon.err")" 2
+kill -USR1 "$DAEMON"; sleep 1
+ok "SIGUSR1: a stats line with caps and use" grep -Eq 'stats: oncpu: stacks [0-9]+/[0-9]+ totals [0-9]+/[0-9]+ .*rss [0-9]+ KiB, [0-9]+ fds' "$TMP/daemon.err"
+kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null; rc=$?
+is "SIGTERM: exit 0" "$rc" 0
+"$APERTURE" run --unpin --pin "$DIR" >/dev/null 2>&1
+ok "unpinned" test ! -e "$DIR"
+done_testing

@@ -1,0 +1,75 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The capabilities of tools/aperture.service are enough, and fewer are not:
+# root's uid with the unit's CapabilityBoundingSet (setpriv, as systemd sets
+# it up, NoNewPrivileges included) records, names kernel frames and another
+# user's process, pins and unpins; without CAP_BPF or CAP_PERFMON it stops
+# with one line naming the missing one.
+. "$(dirname "$0")/../lib.sh"
+require_root
+require_aperture
+require_workload cpuburn
+command -v setpriv >/dev/null || skip_all "setpriv missing (util-linux, tools/deps.sh)"
+id nobody >/dev/null 2>&1 || skip_all "no user nobody"
+
+UNIT=$TOP/tools/aperture.service
+PIN=/sys/fs/bpf/aperture_caps_$$
+at_exit "'$APERTURE' run --unpin --pin '$PIN' >/dev/null 2>&1"
+# CAP_X -> x, keeping those this machine can grant (a container may lack some: said below)
+want=$(sed -n 's/^CapabilityBoundingSet=//p' "$UNIT")
+have=$(grep '^CapBnd' /proc/self/status | awk '{ print $2 }')
+caps=""
+for c in $want; do
+	n=$(capsh --explain="${c,,}" 2>/dev/null | sed -n "1s/^[a-z_]* (\([0-9]*\)).*/\1/p")
+	if [ -n "$n" ] && (( (16#$have >> n) & 1 )); then
+		caps="$caps,+${c#CAP_}"
+	else
+		diag "$c: not in this machine's bounding set, left out"
+	fi
+done
+caps=${caps,,}
+diag "bounding set: ${caps#,}"
+ok "the unit's set has CAP_BPF and CAP_PERFMON" sh -c "echo '$want' | grep -q CAP_BPF && echo '$want' | grep -q CAP_PERFMON"
+ok "the unit has no CAP_SYS_ADMIN" sh -c "! echo '$want' | grep -q CAP_SYS_ADMIN"
+for key in NoNewPrivileges=yes ProtectSystem=strict PrivateTmp=yes ReadWritePaths=/sys/fs/bpf StateDirectory=aperture; do
+	ok "the unit says $key" grep -qx "$key" "$UNIT"
+done
+
+# limited SET ARGS: aperture ARGS as root's uid with only SET (a setpriv cap list)
+limited() { local set=$1; shift; setpriv --no-new-privs --inh-caps=-all --bounding-set="-all$set" "$APERTURE" "$@"; }
+
+# Another user's process, to name through /proc/PID/maps (CAP_SYS_PTRACE).
+su nobody -s /bin/sh -c "exec '$WL/cpuburn' 30" >/dev/null 2>&1 &
+BURN=$!; _bg_pids+=("$BURN"); sleep 0.5
+limited "$caps" record -d 2 -o "$TMP/caps.folded" >"$TMP/rec.out" 2>"$TMP/rec.err"; rc=$?
+is "record -d 2 with the unit's capabilities: exit 0" "$rc" 0
+ge "  samples taken" "$(folded_total "$TMP/caps.folded")" 20
+if [[ $caps == *syslog* ]]; then
+	is "  kernel frames named (CAP_SYSLOG)" "$(grep -c 'kallsyms\]+0x' "$TMP/caps.folded")" 0
+fi
+if [[ $caps == *sys_ptrace* ]]; then
+	ok "  another user's process named (CAP_SYS_PTRACE)" grep -Eq '^cpuburn;.*;burn_(a|b|c|thread|[0-9]+)' "$TMP/caps.folded"
+fi
+kill -9 "$BURN" 2>/dev/null
+
+setpriv --no-new-privs --inh-caps=-all --bounding-set="-all$caps" "$APERTURE" run --pin "$PIN" 2>"$TMP/run.err" &
+D=$!; _bg_pids+=("$D")
+for ((i = 0; i < 100; i++)); do [ -e "$PIN/oncpu_active" ] && break; sleep 0.1; done
+ok "run --pin with the unit's capabilities pins" test -e "$PIN/oncpu_active"
+kill -TERM "$D"; wait "$D"; rc=$?
+is "  and stops with exit 0" "$rc" 0
+limited "$caps" run --unpin --pin "$PIN" 2>"$TMP/unpin.err"; rc=$?
+is "run --unpin with the unit's capabilities: exit 0" "$rc" 0
+ok "  nothing left pinned" test ! -e "$PIN"
+
+for drop in perfmon bpf; do
+	fewer=$(echo "$caps" | sed "s/,+$drop//")
+	limited "$fewer" record -d 1 -o "$TMP/no_$drop.folded" >/dev/null 2>"$TMP/no_$drop.err"; rc=$?
+	is "without CAP_${drop^^}: record exits 1" "$rc" 1
+	is "  with one line" "$(wc -l <"$TMP/no_$drop.err")" 1
+	ok "  naming CAP_${drop^^}" grep -q "missing: CAP_${drop^^}" "$TMP/no_$drop.err"
+	limited "$fewer" run --pin "$PIN" >/dev/null 2>"$TMP/run_no_$drop.err"; rc=$?
+	is "without CAP_${drop^^}: run --pin exits 1" "$rc" 1
+	ok "  and pins nothing" test ! -e "$PIN"
+done
+done_testing
