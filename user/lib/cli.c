@@ -141,8 +141,8 @@ bool cli_check_environment(void)
 	}
 	admin = cap_effective(data, CAP_SYS_ADMIN);
 	if (!admin && (!cap_effective(data, CAP_BPF) || !cap_effective(data, CAP_PERFMON))) {
-		log_error("needs CAP_BPF and CAP_PERFMON (missing:%s%s); run as root or give the capabilities "
-			  "(tools/aperture.service)", cap_effective(data, CAP_BPF) ? "" : " CAP_BPF",
+		log_error("needs root, or CAP_BPF and CAP_PERFMON (missing:%s%s; a root uid needs them too: "
+			  "tools/aperture.service)", cap_effective(data, CAP_BPF) ? "" : " CAP_BPF",
 			  cap_effective(data, CAP_PERFMON) ? "" : " CAP_PERFMON");
 		return false;
 	}
