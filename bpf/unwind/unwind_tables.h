@@ -73,7 +73,7 @@ struct unwind_proc {
 /*
  * The outermost frame of a stack walked by frame pointers because DWARF
  * unwinding is on but the process's tables were not built yet (its first
- * samples): user space shows "[before unwind tables]", so that nobody takes
+ * samples): user space shows "[before-unwind-tables]", so that nobody takes
  * such a walk of code without frame pointers for a whole stack.
  */
 #define APERTURE_IP_NO_TABLES 0xfffffffffffffffcULL

@@ -797,7 +797,7 @@ void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struc
 	}
 	if (addr == APERTURE_IP_NO_TABLES || addr == APERTURE_IP_NO_TABLES - 1) {
 		out->addr = APERTURE_IP_NO_TABLES;
-		out->name = "[before unwind tables]";
+		out->name = "[before-unwind-tables]";
 		return;
 	}
 	p = proc_get(sym, tgid);
