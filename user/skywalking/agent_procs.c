@@ -171,7 +171,8 @@ static bool exe_has_symbols(uint32_t pid, const char *exe)
 	if (fd < 0)
 		return true;	/* gone, or not ours to read: let the OAP offer it */
 	snprintf(path, sizeof(path), "/proc/%u/root", pid);
-	named = elf_syms_load(&es, fd, exe, path) == 0 && es.tab.nsyms > 0;
+	/* The _start the symbolizer names at the entry point of a stripped file is not a symbol of its own. */
+	named = elf_syms_load(&es, fd, exe, path) == 0 && es.tab.nsyms > es.nsynthetic;
 	elf_syms_free(&es);
 	close(fd);
 	return named;

@@ -326,8 +326,8 @@ static void add_entry_point(struct elf_syms *es, Elf *e)
 			break;
 		}
 	}
-	if (next > ehdr.e_entry)
-		symtab_add(&es->tab, ehdr.e_entry, next - ehdr.e_entry, "_start", UINT32_MAX);
+	if (next > ehdr.e_entry && !symtab_add(&es->tab, ehdr.e_entry, next - ehdr.e_entry, "_start", UINT32_MAX))
+		es->nsynthetic++;
 }
 
 int elf_syms_load(struct elf_syms *es, int fd, const char *path, const char *root)

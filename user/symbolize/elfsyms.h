@@ -26,6 +26,7 @@ struct elf_syms {
 	uint64_t *fde_starts;		/* functions' starts from .eh_frame_hdr: names unsymbolized code */
 	uint64_t *fde_ends;
 	size_t nfdes;
+	size_t nsynthetic;		/* of tab.nsyms, names made up here (_start at the entry point) */
 };
 
 /*
