@@ -136,9 +136,13 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 	key.tgid = bpf_get_current_pid_tgid() >> 32;
 	key.object = SYSCALL_OBJECT(start->nr, failed ? -ret : 0);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	process_seen(key.tgid);
-	/* Per process, no stack: unless this call is slow enough to be worth a walk. */
+	/*
+	 * Per process, no stack: unless this call is slow enough to be worth a
+	 * walk.  Only a stack needs the process's maps read (its announcement):
+	 * the plain count skips that lookup on every call.
+	 */
 	if (cfg->stack_min_ns && delta.ns >= cfg->stack_min_ns) {
+		process_seen(key.tgid);
 		key.pid = (__u32)bpf_get_current_pid_tgid();
 		key.user_stack_id = stack_store(ctx, true);
 	}
