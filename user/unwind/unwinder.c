@@ -168,6 +168,8 @@ struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd)
 	u->rows_fd = rows_fd;
 	u->rows_cap = rows_cap;
 	u->procs_fd = procs_fd;
+	/* libelf refuses every file until a version is set; the worker may come before the symbolizer. */
+	elf_version(EV_CURRENT);
 	pthread_mutex_init(&u->queue_lock, NULL);
 	pthread_cond_init(&u->queue_cond, NULL);
 	pthread_mutex_init(&u->state_lock, NULL);
