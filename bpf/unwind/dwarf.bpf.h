@@ -262,6 +262,26 @@ static __always_inline void unwind_mark(struct aperture_stack *st, __u64 marker)
 }
 
 /*
+ * Starts a walk of the current task's user stack into @st from its user
+ * registers at the last entry into the kernel (as bpf_get_stack uses them);
+ * false when the task has none.  Direct (BTF) loads: BPF_CORE_READ's
+ * bpf_probe_read_kernel is denied under lockdown=confidentiality.
+ */
+static __always_inline bool unwind_walk_begin(struct unwind_walk *w, struct aperture_stack *st)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	if (!regs)
+		return false;
+	w->pc = regs->ip;
+	w->sp = regs->sp;
+	w->bp = regs->bp;
+	w->st = st;
+	st->depth = 0;
+	return true;
+}
+
+/*
  * Walks the current task's user stack into @st with the tables: 1 when this
  * process has tables (the walk was done, whole or marked truncated), 0 when
  * DWARF unwinding is off, -1 when this process has no tables yet (the caller
@@ -269,8 +289,6 @@ static __always_inline void unwind_mark(struct aperture_stack *st, __u64 marker)
  */
 static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct pt_regs *regs;
 	struct unwind_walk w = {};
 
 	if (!unwind_dwarf)
@@ -279,17 +297,9 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 	w.proc = bpf_map_lookup_elem(&unwind_procs, &w.tgid);
 	if (!w.proc)
 		return -1;
-	/* The user registers at the last entry into the kernel, as bpf_get_stack uses them. */
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	if (!regs)
+	if (!unwind_walk_begin(&w, st))
 		return 0;
-	/* Direct (BTF) loads: BPF_CORE_READ's bpf_probe_read_kernel is denied under lockdown=confidentiality. */
-	w.pc = regs->ip;
-	w.sp = regs->sp;
-	w.bp = regs->bp;
 	w.precise = true;
-	w.st = st;
-	st->depth = 0;
 	bpf_loop(APERTURE_MAX_DEPTH + 1, unwind_step, &w, 0);
 	if (w.truncated)
 		unwind_mark(st, APERTURE_IP_TRUNCATED);
@@ -319,19 +329,10 @@ static long unwind_fp_loop_step(__u64 index, void *arg)
  */
 static __always_inline int unwind_fp_walk(struct aperture_stack *st)
 {
-	struct pt_regs *regs;
 	struct unwind_walk w = {};
 
-	if (!unwind_fp_in_bpf)
+	if (!unwind_fp_in_bpf || !unwind_walk_begin(&w, st))
 		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs)
-		return 0;
-	w.pc = regs->ip;
-	w.sp = regs->sp;
-	w.bp = regs->bp;
-	w.st = st;
-	st->depth = 0;
 	bpf_loop(APERTURE_MAX_DEPTH, unwind_fp_loop_step, &w, 0);
 	return 1;
 }

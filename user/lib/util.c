@@ -173,3 +173,19 @@ bool fault_inject(const char *where)
 	log_error("injected failure at step %ld (%s)", reached, where);
 	return true;
 }
+
+int array_reserve(void **arr, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t grown_cap;
+	void *grown;
+
+	if (n < *cap)
+		return 0;
+	grown_cap = *cap ? *cap * 2 : first;
+	grown = realloc(*arr, grown_cap * size);
+	if (!grown)
+		return -ENOMEM;
+	*arr = grown;
+	*cap = grown_cap;
+	return 0;
+}

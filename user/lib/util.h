@@ -23,6 +23,13 @@ void log_set_context(const char *(*context)(void));
 void *calloc_logged(size_t n, size_t size);
 char *strdup_logged(const char *s);
 
+/*
+ * Makes room for one more element in *@arr (holding @n of @cap, each @size
+ * bytes): doubles the capacity (from @first) when full.  0, or -ENOMEM with
+ * *@arr unchanged.
+ */
+int array_reserve(void **arr, size_t *cap, size_t n, size_t size, size_t first);
+
 uint64_t now_ns(int clock);		/* clock_gettime in ns */
 bool str_ends_with(const char *s, const char *suffix);
 bool pid_in(const uint32_t *pids, size_t n, uint32_t pid);

@@ -16,6 +16,7 @@
 #include <gelf.h>
 #include <elfutils/libdw.h>
 #include "cfi.h"
+#include "util.h"
 
 #define X86_64_RBP 6
 #define X86_64_RSP 7
@@ -156,8 +157,6 @@ static bool rows_alike(const struct unwind_row *a, const struct unwind_row *b)
 
 static int row_push(struct cfi_table *t, size_t *cap, uint64_t pc, const struct unwind_row *rules)
 {
-	struct unwind_row *grown;
-
 	if (pc > UINT32_MAX)
 		return -ERANGE;
 	if (t->nrows && rows_alike(&t->rows[t->nrows - 1], rules))
@@ -167,13 +166,8 @@ static int row_push(struct cfi_table *t, size_t *cap, uint64_t pc, const struct 
 		t->rows[t->nrows - 1].pc = (uint32_t)pc;
 		return 0;
 	}
-	if (t->nrows == *cap) {
-		*cap = *cap ? *cap * 2 : 1024;
-		grown = realloc(t->rows, *cap * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		t->rows = grown;
-	}
+	if (array_reserve((void **)&t->rows, cap, t->nrows, sizeof(*t->rows), 1024))
+		return -ENOMEM;
 	t->rows[t->nrows] = *rules;
 	t->rows[t->nrows++].pc = (uint32_t)pc;
 	return 0;
@@ -374,6 +368,27 @@ static int cie_encoding_of(struct cie_encoding *cies, size_t ncies, Dwarf_Off of
 	return -1;
 }
 
+/*
+ * The [start, end) of @fde, its pointers in the CIE's encoding @enc (-1:
+ * unknown); false for an encoding not read here or an empty FDE (a discarded
+ * function names nothing).
+ */
+static bool fde_range_of(const Dwarf_FDE *fde, int enc, uint64_t eh_vaddr, const Elf_Data *data,
+			 struct fde_range *out)
+{
+	size_t size = enc < 0 ? 0 : eh_pe_size((uint8_t)enc);
+	const uint8_t *field = fde->start;
+	uint64_t at, start, range;
+
+	if (!size || (enc & 0x70) > DW_EH_PE_pcrel || field + 2 * size > fde->end)
+		return false;
+	at = eh_vaddr + (uint64_t)(field - (const uint8_t *)data->d_buf);
+	start = (uint64_t)eh_pe_value(field, (uint8_t)enc) + ((enc & 0x70) == DW_EH_PE_pcrel ? at : 0);
+	range = (uint64_t)eh_pe_value(field + size, (uint8_t)(enc & 0x07));
+	*out = (struct fde_range){ start, start + range };
+	return range != 0;
+}
+
 /* Every FDE's [start, end) from .eh_frame, sorted: the walk every static binary needs. */
 static int fde_ranges_scan(Elf *elf, struct fde_range **out, size_t *nout)
 {
@@ -382,7 +397,7 @@ static int fde_ranges_scan(Elf *elf, struct fde_range **out, size_t *nout)
 	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
 	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
 	struct cie_encoding *cies = NULL;
-	struct fde_range *ranges = NULL;
+	struct fde_range *ranges = NULL, range;
 	size_t ncies = 0, nranges = 0, cap = 0;
 	Dwarf_Off off = 0, next;
 	Dwarf_CFI_Entry entry;
@@ -398,31 +413,11 @@ static int fde_ranges_scan(Elf *elf, struct fde_range **out, size_t *nout)
 				err = -ENOMEM;
 			else
 				(cies = grown)[ncies++] = (struct cie_encoding){ off, cie_fde_encoding(&entry.cie) };
-		} else {
-			int enc = cie_encoding_of(cies, ncies, entry.fde.CIE_pointer);
-			size_t size = enc < 0 ? 0 : eh_pe_size((uint8_t)enc);
-			const uint8_t *field = entry.fde.start;
-
-			if (size && (enc & 0x70) <= DW_EH_PE_pcrel && field + 2 * size <= entry.fde.end) {
-				uint64_t at = shdr.sh_addr + (uint64_t)(field - (const uint8_t *)data->d_buf);
-				uint64_t start = (uint64_t)eh_pe_value(field, (uint8_t)enc) +
-						 ((enc & 0x70) == DW_EH_PE_pcrel ? at : 0);
-				uint64_t range = (uint64_t)eh_pe_value(field + size, (uint8_t)(enc & 0x07));
-
-				if (nranges == cap) {
-					struct fde_range *grown;
-
-					cap = cap ? cap * 2 : 256;
-					grown = realloc(ranges, cap * sizeof(*grown));
-					if (!grown) {
-						err = -ENOMEM;
-						break;
-					}
-					ranges = grown;
-				}
-				if (range)	/* empty FDEs (discarded functions) name nothing */
-					ranges[nranges++] = (struct fde_range){ start, start + range };
-			}
+		} else if (fde_range_of(&entry.fde, cie_encoding_of(cies, ncies, entry.fde.CIE_pointer),
+					 shdr.sh_addr, data, &range)) {
+			err = array_reserve((void **)&ranges, &cap, nranges, sizeof(*ranges), 256);
+			if (!err)
+				ranges[nranges++] = range;
 		}
 		off = next;
 	}

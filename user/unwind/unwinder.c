@@ -263,15 +263,8 @@ static int range_free(struct unwinder *u, uint32_t first, uint32_t count)
 
 	while (i < u->nfree && u->free_rows[i].first < first)
 		i++;
-	if (u->nfree == u->free_cap) {
-		size_t cap = u->free_cap ? u->free_cap * 2 : 16;
-		struct row_range *grown = realloc(u->free_rows, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;	/* those rows stay lost: counted nowhere, harmless */
-		u->free_rows = grown;
-		u->free_cap = cap;
-	}
+	if (array_reserve((void **)&u->free_rows, &u->free_cap, u->nfree, sizeof(*u->free_rows), 16))
+		return -ENOMEM;	/* those rows stay lost: counted nowhere, harmless */
 	memmove(&u->free_rows[i + 1], &u->free_rows[i], (u->nfree - i) * sizeof(*u->free_rows));
 	u->free_rows[i] = (struct row_range){ first, count };
 	u->nfree++;
@@ -384,15 +377,8 @@ static struct unwind_file *file_add(struct unwinder *u, uint64_t dev, uint64_t i
 {
 	struct unwind_file *grown;
 
-	if (u->nfiles == u->files_cap) {
-		size_t cap = u->files_cap ? u->files_cap * 2 : 64;
-
-		grown = realloc(u->files, cap * sizeof(*grown));
-		if (!grown)
-			return NULL;
-		u->files = grown;
-		u->files_cap = cap;
-	}
+	if (array_reserve((void **)&u->files, &u->files_cap, u->nfiles, sizeof(*u->files), 64))
+		return NULL;
 	grown = &u->files[u->nfiles++];
 	memset(grown, 0, sizeof(*grown));
 	grown->dev = dev;
@@ -580,16 +566,9 @@ static void tracked_set(struct unwinder *u, uint32_t tgid)
 	if (!files)
 		return;	/* its files may be evicted under it: it then walks frame pointers */
 	if (!t) {
-		if (u->nprocs == u->procs_cap) {
-			size_t cap = u->procs_cap ? u->procs_cap * 2 : 64;
-			struct tracked_proc *grown = realloc(u->procs, cap * sizeof(*grown));
-
-			if (!grown) {
-				free(files);
-				return;
-			}
-			u->procs = grown;
-			u->procs_cap = cap;
+		if (array_reserve((void **)&u->procs, &u->procs_cap, u->nprocs, sizeof(*u->procs), 64)) {
+			free(files);
+			return;
 		}
 		t = &u->procs[u->nprocs++];
 		*t = (struct tracked_proc){ .tgid = tgid };
@@ -630,17 +609,9 @@ int unwinder_track(struct unwinder *u, uint32_t tgid)
 	for (size_t i = 0; i < u->nqueue; i++)
 		if (u->queue[i] == tgid)
 			goto out;	/* queued already: one read of its maps will do */
-	if (u->nqueue == u->queue_cap) {
-		size_t cap = u->queue_cap ? u->queue_cap * 2 : 64;
-		uint32_t *grown = realloc(u->queue, cap * sizeof(*grown));
-
-		if (!grown) {
-			err = -ENOMEM;
-			goto out;
-		}
-		u->queue = grown;
-		u->queue_cap = cap;
-	}
+	err = array_reserve((void **)&u->queue, &u->queue_cap, u->nqueue, sizeof(*u->queue), 64);
+	if (err)
+		goto out;
 	u->queue[u->nqueue++] = tgid;
 	pthread_cond_signal(&u->queue_cond);
 out:
