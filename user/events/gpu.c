@@ -29,6 +29,7 @@
 #include "gpu.h"
 #include "gpu.skel.h"
 #include "gpu_kernels.h"
+#include "procmaps.h"
 #include "profiler.h"
 #include "symbolize.h"
 #include "util.h"
@@ -168,24 +169,7 @@ static bool is_libcuda(const char *path)
  */
 static bool libcuda_of_pid(int pid, char *path, size_t len)
 {
-	char maps[64], line[PATH_MAX + 256];
-	bool found = false;
-	FILE *f;
-
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
-	f = fopen(maps, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/');
-
-		if (!file)
-			continue;
-		file[strcspn(file, "\n")] = 0;
-		found = is_libcuda(file) && snprintf(path, len, "/proc/%d/root%s", pid, file) < (int)len;
-	}
-	fclose(f);
-	return found;
+	return proc_mapped_file(pid, is_libcuda, path, len);
 }
 
 /* The host's driver, where the whole machine's processes that load it later will find it. */
@@ -200,10 +184,7 @@ static bool host_libcuda(char *path, size_t len)
 		"/usr/lib64/libcuda.so.1", "/usr/lib/libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1",
 	};
 
-	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++)
-		if (access(candidates[i], R_OK) == 0)
-			return snprintf(path, len, "%s", candidates[i]) < (int)len;
-	return false;
+	return first_readable(candidates, sizeof(candidates) / sizeof(candidates[0]), path, len);
 }
 
 static bool already_probed(const struct gpu_priv *priv, const struct stat *st, int pid)

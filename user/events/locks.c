@@ -18,6 +18,7 @@
 #include "datasym.h"
 #include "locks.h"
 #include "locks.skel.h"
+#include "procmaps.h"
 #include "profiler.h"
 #include "util.h"
 
@@ -82,24 +83,7 @@ static bool is_libc(const char *path)
  */
 static bool libc_of_pid(int pid, char *path, size_t len)
 {
-	char maps[64], line[PATH_MAX + 256];
-	bool found = false;
-	FILE *f;
-
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
-	f = fopen(maps, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/');
-
-		if (!file)
-			continue;
-		file[strcspn(file, "\n")] = 0;
-		found = is_libc(file) && snprintf(path, len, "/proc/%d/root%s", pid, file) < (int)len;
-	}
-	fclose(f);
-	return found;
+	return proc_mapped_file(pid, is_libc, path, len);
 }
 
 /* The host's own libc: where a command that is not started yet will find it. */
@@ -114,10 +98,7 @@ static bool host_libc(char *path, size_t len)
 		"/lib64/libc.so.6", "/usr/lib64/libc.so.6", "/lib/libc.so.6", "/usr/lib/libc.so.6",
 	};
 
-	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++)
-		if (access(candidates[i], R_OK) == 0)
-			return snprintf(path, len, "%s", candidates[i]) < (int)len;
-	return false;
+	return first_readable(candidates, sizeof(candidates) / sizeof(candidates[0]), path, len);
 }
 
 /* uprobes already attached: one per (libc file, pid), whatever path reached the file. */
