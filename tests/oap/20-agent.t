@@ -23,10 +23,11 @@ SVC=$(hostname)
 start_oap "$PORT" "$REC" --token "$TOKEN" --min-duration 0 --ghost ghost-svc --task ON_CPU:1000:ghost-svc \
 	--task "ON_CPU:6:$SVC" --task "OFF_CPU:6:$SVC" --task "NETWORK:6:$SVC" --task "ON_CPU:0:$SVC" ||
 	{ plan 1; fail "fake OAP starts"; done_testing; }
-bg "$WL/oap_burn" 40
+BURN=$(private_burn)
+bg "$BURN" 40
 WLPID=$BG_PID
 sleep 0.3
-"$APERTURE" run --oap 127.0.0.1:$PORT --token-file "$TMP/token" --exe-pattern '*/oap_burn' \
+"$APERTURE" run --oap 127.0.0.1:$PORT --token-file "$TMP/token" --exe-pattern "$BURN" \
 	--heartbeat-interval 1 --task-interval 1 --flush-interval 1 -d 11 -v 2> "$TMP/agent.log"
 rc=$?
 is "agent exits 0" "$rc" 0
@@ -40,7 +41,7 @@ is "service defaults to the host name" "$(val "$R" service)" "$(hostname)"
 is "instance defaults to the process name" "$(val "$R" instance)" oap_burn
 is "pid" "$(val "$R" pid)" "$WLPID"
 is "property pid" "$(val "$R" prop_pid)" "$WLPID"
-is "property command_line" "$(val "$R" command_line)" "$WL/oap_burn_40"
+is "property command_line" "$(val "$R" command_line)" "${BURN}_40"
 ok "property host_ip" test "$(val "$R" host_ip)" != "-"
 is "property support_ebpf_profiling" "$(val "$R" support_ebpf_profiling)" true
 is "agent id is a UUID" "$(val "$R" agent_uuid)" 1
@@ -86,8 +87,10 @@ ge "OFF_CPU: data in several streams" "$(val "$T" streams)" 4
 is "OFF_CPU: switch deltas add up to the agent's total" "$(val "$T" total)" "$(logged "$task" "$TMP/agent.log")"
 ge "OFF_CPU: switches of a 2 ms sleeper over 6 s" "$(val "$T" count_oap_nap)" 1000
 is_within "OFF_CPU: blocked time of the sleeper (s)" 6 "$(awk -v d="$(val "$T" duration_ns_oap_nap)" 'BEGIN { print d / 1e9 }')" 1.5
-# Rover's meaning: the busy thread's preemptions count too (tests/oap/75-offcpu-meaning.t)
-ge "OFF_CPU: oap_nap is the leaf of most switches" "$(val "$T" share_oap_nap)" 50
+# Rover's meaning: the busy thread's preemptions count too (tests/oap/75-offcpu-meaning.t),
+# so how many there are depends on the machine's load; but every switch is
+# either the sleeper's nap or the busy thread preempted in its loop.
+ge "OFF_CPU: every switch is the nap or the busy loop preempted" "$(val "$T" share_workload)" 95
 is "OFF_CPU: symbols leaf first" "$(val "$T" leaf_order_bad)" 0
 is "OFF_CPU: no duplicate symbol lists in a stream" "$(val "$T" dup_symbol_lists)" 0
 is_within "OFF_CPU: ran for FixedTriggerDuration (ms)" 6000 "$(val "$T" span_ms)" 1200

@@ -10,9 +10,10 @@ require_root
 have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and protoc"
 [ -x "$APERTURE" ] && [ -x "$WL/oap_burn" ] || skip_all "build aperture and tests first"
 
-bg "$WL/oap_burn" 60
+BURN=$(private_burn)
+bg "$BURN" 60
 sleep 0.2
-RUN=("$APERTURE" run --exe-pattern oap_burn --service recovery-test --heartbeat-interval 1 --task-interval 1 --flush-interval 1)
+RUN=("$APERTURE" run --exe-pattern "$BURN" --service recovery-test --heartbeat-interval 1 --task-interval 1 --flush-interval 1)
 
 # --- the OAP goes down for 4 s in the middle of a 10 s task ---
 PORT=$(free_port)

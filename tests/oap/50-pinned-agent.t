@@ -14,10 +14,11 @@ at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
 PORT=$(free_port)
 REC=$TMP/record.jsonl
 start_oap "$PORT" "$REC" --min-duration 0 --task ON_CPU:5:pinned-test || { plan 1; fail "fake OAP starts"; done_testing; }
-bg "$WL/oap_burn" 40
+BURN=$(private_burn)
+bg "$BURN" 40
 WLPID=$BG_PID
 sleep 0.3
-"$APERTURE" run --oap 127.0.0.1:$PORT --exe-pattern '*/oap_burn' --service pinned-test --pin "$DIR" \
+"$APERTURE" run --oap 127.0.0.1:$PORT --exe-pattern "$BURN" --service pinned-test --pin "$DIR" \
 	--heartbeat-interval 1 --task-interval 1 --flush-interval 1 -d 10 -v 2> "$TMP/agent.log" &
 AGENT=$!
 _bg_pids+=("$AGENT")

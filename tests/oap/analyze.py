@@ -196,6 +196,8 @@ def task(recs, kind, process=None):
         out("share_" + fn, "%.1f" % (100.0 * leaf.get(fn, 0) / weight))
         out("count_" + fn, leaf.get(fn, 0))
         out("duration_ns_" + fn, leaf_ns.get(fn, 0))
+    busy = ("oap_hot_a", "oap_hot_b", "oap_nap", "main", "oap_burn")
+    out("share_workload", "%.1f" % (100.0 * sum(leaf.get(fn, 0) for fn in busy) / weight))
     out("task_start", t["TaskStartTime"])
     out("duration_s", t["FixedTriggerDuration"])
     out("profiling_start", start if start is not None else "-")

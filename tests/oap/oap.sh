@@ -30,6 +30,14 @@ stop_oap() {
 	return 0
 }
 
+# private_burn: copies oap_burn into this test's $TMP/bin and prints its path.
+# Agents select it by that exact path: a pattern like '*/oap_burn' also picks up
+# other tests' workloads still running (or exiting) on the machine, whose
+# threads then shift this test's shares.
+private_burn() {
+	mkdir -p "$TMP/bin" && cp "$WL/oap_burn" "$TMP/bin/oap_burn" && echo "$TMP/bin/oap_burn"
+}
+
 # val FILE KEY: the value of "KEY value" in FILE
 val() { awk -v k="$2" '$1 == k { print $2; exit }' "$1"; }
 
