@@ -15,7 +15,10 @@
 
 /*
  * Who and where, for the current task: ids, comm and the stacks that
- * control.stack_mode asks for; announces the process to user space.
+ * control.stack_mode asks for.  The process is announced to user space (an
+ * LRU lookup) only when its user stack was to be walked, whatever the walk
+ * gave (the announcement is also what builds its unwind tables): user space
+ * reads the maps on it, and a kernel-only key needs none of them.
  */
 static __always_inline void key_fill_current(void *ctx, const struct aperture_control *ctl,
 					     struct sample_key *key, __u64 object)
@@ -25,9 +28,10 @@ static __always_inline void key_fill_current(void *ctx, const struct aperture_co
 	key->tgid = id >> 32;
 	key->pid = (__u32)id;
 	key->object = object;
-	process_seen(key->tgid);
 	bpf_get_current_comm(key->comm, sizeof(key->comm));
 	stacks_fill(ctx, ctl, key);
+	if (ctl->stack_mode != STACK_MODE_KERNEL && bpf_get_current_task_btf()->mm)
+		process_seen(key->tgid);
 }
 
 #endif /* LIB_PROFILER_BPF_H */
