@@ -13,11 +13,16 @@
  * and still inside the lock call, and a wait below min_wait_ns costs no stack walk.
  *
  * User locks: glibc parks a contended pthread mutex in futex(FUTEX_WAIT,
- * val = 2) on the mutex's first word, so the futex syscall gives the mutex
- * address and the wait; an uncontended lock never enters the kernel and
- * costs nothing.  A priority-inheritance mutex waits in futex(FUTEX_LOCK_PI)
- * on the mutex itself (LOCK_F_USER_PI).  Other futex waits (condvars,
- * semaphores) are kept apart (LOCK_F_USER_WAIT).
+ * val = 2) on the mutex's first word, so the futex call gives the mutex
+ * address; an uncontended lock never enters the kernel and costs nothing.  A
+ * priority-inheritance mutex waits in futex(FUTEX_LOCK_PI) on the mutex
+ * itself (LOCK_F_USER_PI).  Other futex waits (condvars, semaphores) are kept
+ * apart (LOCK_F_USER_WAIT).  The wait is timed from the sleep, not the
+ * syscall: at sched_switch a thread that goes to sleep inside futex() has the
+ * call's number and arguments in its saved user registers, so one program per
+ * context switch replaces two on every syscall of the machine (the futex
+ * call's few microseconds before it sleeps and after it wakes are not counted;
+ * a call that does not sleep, -EAGAIN, is no wait either way).
  *
  * Hold times (--lock-hold, opt-in): at the end of a contended wait the lock
  * goes into the thread's held slots (task storage) with the wait's key; the
@@ -37,7 +42,6 @@ static inline __attribute__((always_inline)) void locks_value_add(struct locks_v
 #include "lib/profiler.bpf.h"
 #include "lib/syscall.bpf.h"
 
-#define EAGAIN 11
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -63,6 +67,21 @@ struct {
 	__type(key, int);
 	__type(value, struct locks_held_set);
 } lock_held SEC(".maps");
+
+/* A futex sleep in progress; its key is built at switch-out, where the sleeper is current. */
+struct futex_sleep {
+	__u64 begin_ns;		/* 0: none */
+	__u32 flags;		/* LOCK_F_USER_* */
+	__u32 pad;
+	struct sample_key key;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct futex_sleep);
+} futex_sleep_start SEC(".maps");
 
 #define LOCK_F_USER_ANY (LOCK_F_USER_MUTEX | LOCK_F_USER_PI | LOCK_F_USER_WAIT)
 
@@ -110,26 +129,36 @@ static __always_inline struct locks_start *start_slot(struct task_struct *task, 
 	return bpf_task_storage_get(&lock_task_start, task, NULL, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
-/* The key of the wait that @h's hold belongs to (the current task's). */
-static __always_inline void held_key(const struct locks_held *h, struct sample_key *key)
+/* Ids and comm of the current task: who holds what its held slots say. */
+static __always_inline void who_current(struct sample_key *who)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 
-	key->tgid = id >> 32;
-	key->pid = (__u32)id;
+	who->tgid = id >> 32;
+	who->pid = (__u32)id;
+	bpf_get_current_comm(who->comm, sizeof(who->comm));
+}
+
+/* The key of the wait that @h's hold belongs to: @who's ids and comm, @h's lock and stacks. */
+static __always_inline void held_key(const struct locks_held *h, const struct sample_key *who,
+				     struct sample_key *key)
+{
+	key->tgid = who->tgid;
+	key->pid = who->pid;
 	key->user_stack_id = h->user_stack_id;
 	key->kernel_stack_id = h->kernel_stack_id;
 	key->object = h->lock;
-	bpf_get_current_comm(key->comm, sizeof(key->comm));
+	__builtin_memcpy(key->comm, who->comm, sizeof(key->comm));
 }
 
-/* Frees @h; a wait's raw event still waiting for its hold goes out without one. */
-static __always_inline void held_release(const struct aperture_control *ctl, struct locks_held *h)
+/* Frees @who's @h; a wait's raw event still waiting for its hold goes out without one. */
+static __always_inline void held_release(const struct aperture_control *ctl, struct locks_held *h,
+					 const struct sample_key *who)
 {
 	struct sample_key key = {};
 
 	if (h->raw_pending && ctl) {
-		held_key(h, &key);
+		held_key(h, who, &key);
 		raw_event_emit(ctl, EVENT_LOCK, &key, h->wait_begin_ns, h->wait_ns, 0);
 	}
 	h->lock = 0;
@@ -154,26 +183,32 @@ static __always_inline struct locks_held *held_slot(struct locks_held_set *held,
 static __always_inline void held_drop(const struct aperture_control *ctl, __u64 lock)
 {
 	struct locks_held_set *held = bpf_task_storage_get(&lock_held, bpf_get_current_task_btf(), NULL, 0);
+	struct sample_key who = {};
 	struct locks_held *h;
 
 	if (!held)
 		return;
+	who_current(&who);
 	if (lock) {
 		h = held_slot(held, lock);
 		if (h->lock == lock)
-			held_release(ctl, h);
+			held_release(ctl, h, &who);
 		return;
 	}
 	for (int i = 0; i < LOCK_HOLD_SLOTS; i++)
 		if (held->slot[i].lock)
-			held_release(ctl, &held->slot[i]);
+			held_release(ctl, &held->slot[i], &who);
 }
 
-/* The wait for @key's lock ended with the lock taken: time its hold from now. */
-static __always_inline void hold_begin(const struct aperture_control *ctl, const struct sample_key *key,
-				       __u64 wait_begin_ns, __u64 wait_ns, __u32 flags, bool raw)
+/*
+ * @task's wait for @key's lock ended with the lock taken: time its hold from
+ * now.  @task need not be current (a futex sleep ends at its switch-in).
+ */
+static __always_inline void hold_begin(const struct aperture_control *ctl, struct task_struct *task,
+				       const struct sample_key *key, __u64 wait_begin_ns, __u64 wait_ns,
+				       __u32 flags, bool raw)
 {
-	struct locks_held_set *held = bpf_task_storage_get(&lock_held, bpf_get_current_task_btf(), NULL,
+	struct locks_held_set *held = bpf_task_storage_get(&lock_held, task, NULL,
 							   BPF_LOCAL_STORAGE_GET_F_CREATE);
 	struct locks_held *h;
 
@@ -185,7 +220,7 @@ static __always_inline void hold_begin(const struct aperture_control *ctl, const
 	}
 	h = held_slot(held, key->object);
 	if (h->lock)	/* another lock, or this one again: its raw event goes now */
-		held_release(ctl, h);
+		held_release(ctl, h, key);
 	h->lock = key->object;
 	h->user_stack_id = key->user_stack_id;
 	h->kernel_stack_id = key->kernel_stack_id;
@@ -202,7 +237,7 @@ static __always_inline void hold_end(__u64 lock)
 	struct locks_held_set *held = bpf_task_storage_get(&lock_held, bpf_get_current_task_btf(), NULL, 0);
 	struct aperture_control *ctl;
 	struct locks_value delta = { .holds = 1 };
-	struct sample_key key = {};
+	struct sample_key key = {}, who = {};
 	struct locks_held *h;
 
 	if (!held || !lock)
@@ -218,7 +253,8 @@ static __always_inline void hold_end(__u64 lock)
 	delta.hold_ns = bpf_ktime_get_ns() - h->since_ns;
 	delta.max_hold_ns = delta.hold_ns;
 	delta.flags = h->flags;
-	held_key(h, &key);
+	who_current(&who);
+	held_key(h, &who, &key);
 	record_event(ctl, &key, &delta);
 	if (h->raw_pending)
 		raw_event_emit(ctl, EVENT_LOCK, &key, h->wait_begin_ns, h->wait_ns, delta.hold_ns);
@@ -226,95 +262,11 @@ static __always_inline void hold_end(__u64 lock)
 	h->raw_pending = 0;
 }
 
-/* Starts timing a wait on @lock by the current task, unless filtered out. */
-static __always_inline void wait_begin(__u64 lock, __u32 flags, bool spin, bool user_side)
-{
-	struct aperture_control *ctl = control_get();
-	struct locks_config *cfg = config_get();
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct locks_start *start;
-
-	if (!ctl || !cfg || !(user_side ? cfg->user : cfg->kernel))
-		return;
-	if (!task_wanted(ctl, bpf_get_current_pid_tgid() >> 32))
-		return;
-	start = start_slot(task, spin, true);
-	if (!start || start->begin_ns) {
-		stat_inc(STAT_START_FULL);	/* nested: not timed */
-		return;
-	}
-	start->lock = lock;
-	start->flags = flags | (user_side ? 0 : lock_class(task, lock));
-	start->begin_ns = bpf_ktime_get_ns();
-}
-
-/*
- * Ends the current task's wait on @lock and counts it; @acquired: it took the
- * lock, whose hold is then timed if --lock-hold asks for this side.
- */
-static __always_inline void wait_end(void *ctx, __u64 lock, bool spin, bool interrupted, bool acquired)
-{
-	struct aperture_control *ctl = control_get();
-	struct locks_config *cfg = config_get();
-	struct locks_start *start = start_slot(bpf_get_current_task_btf(), spin, false);
-	struct locks_value delta = { .contentions = 1, .interrupted = interrupted };
-	struct sample_key key = {};
-	__u64 begin_ns;
-	bool raw, hold;
-
-	if (!start || !start->begin_ns || start->lock != lock)
-		return;
-	begin_ns = start->begin_ns;
-	delta.wait_ns = bpf_ktime_get_ns() - begin_ns;
-	delta.max_wait_ns = delta.wait_ns;
-	delta.flags = start->flags;
-	start->begin_ns = 0;
-	if (!ctl || !cfg || delta.wait_ns < cfg->min_wait_ns)
-		return;
-	key_fill_current(ctx, ctl, &key, lock);
-	/* A futex wait's kernel stack is the futex code itself: keep the user side only. */
-	if (delta.flags & LOCK_F_USER_ANY)
-		key.kernel_stack_id = 0;
-	record_event(ctl, &key, &delta);
-	/* Locks only: a condvar or semaphore wait (LOCK_F_USER_WAIT) is no lock held by anyone. */
-	raw = cfg->raw_min_ns && delta.wait_ns >= cfg->raw_min_ns && !(delta.flags & LOCK_F_USER_WAIT);
-	/* Kernel holds: mutexes and rwsems, whose unlocks the fentry programs see. */
-	hold = acquired && (delta.flags & LOCK_F_USER_ANY ? cfg->hold_user :
-			    cfg->hold_kernel && !(delta.flags & (LOCK_F_SPIN | LOCK_F_RT | LOCK_F_PERCPU)));
-	if (hold)
-		hold_begin(ctl, &key, begin_ns, delta.wait_ns, delta.flags, raw);
-	else if (raw)
-		raw_event_emit(ctl, EVENT_LOCK, &key, begin_ns, delta.wait_ns, 0);
-}
-
-SEC("tp_btf/contention_begin")
-int BPF_PROG(lock_begin, void *lock, unsigned int flags)
-{
-	wait_begin((__u64)lock, flags & 0xff, flags & LOCK_F_SPIN, false);
-	return 0;
-}
-
-/* ret: 0 when the lock was taken, else why not (-EINTR, -ETIMEDOUT, ...). */
-SEC("tp_btf/contention_end")
-int BPF_PROG(lock_end, void *lock, int ret)
-{
-	__u32 zero = 0;
-	struct locks_start *cpu = bpf_map_lookup_elem(&lock_cpu_start, &zero);
-	bool spin = cpu && cpu->begin_ns && cpu->lock == (__u64)lock;
-
-	/* Holds are timed for sleeping locks only: a spinlock's hold is no sleep of anyone. */
-	wait_end(ctx, (__u64)lock, spin, ret != 0, !spin && ret == 0);
-	return 0;
-}
-
 /*
  * The futex syscall's own arguments, from the user registers.  FUTEX_WAIT and
  * FUTEX_WAIT_BITSET are waits, glibc's contended mutex waits with val 2;
  * FUTEX_LOCK_PI(2) is a PI mutex's contended lock, on the mutex itself;
  * FUTEX_WAIT_REQUEUE_PI is a condvar wait (its address is the condvar's).
- * (fentry on futex_wait would fire only for waits, but some kernels refuse
- * trampolines; the raw syscall tracepoints load everywhere, and the check of
- * the syscall number is the first thing each does.)
  */
 #define FUTEX_WAIT		0
 #define FUTEX_LOCK_PI		6
@@ -339,44 +291,190 @@ static __always_inline __u32 futex_wait_kind(unsigned long op, unsigned long val
 	return 0;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(futex_begin, struct pt_regs *regs, long id)
+/*
+ * The futex wait @task is in, from the registers its syscall saved: its
+ * LOCK_F_USER_* kind and (in *@futex) its address; 0 when it is in none.
+ */
+static __always_inline __u32 futex_call_of(struct task_struct *task, __u64 *futex)
 {
-	struct locks_config *cfg;
-	__u32 kind;
-	__u64 lock;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 
-	if (id != NR_FUTEX)
+	if (!regs || SYSCALL_NR(regs) != NR_FUTEX)
 		return 0;
-	kind = futex_wait_kind(PT_REGS_PARM2(regs), PT_REGS_PARM3(regs));
-	if (!kind)
-		return 0;
-	lock = PT_REGS_PARM1(regs);
-	cfg = config_get();
-	/* Waiting for a lock: not holding it; waiting on a condvar: maybe no lock at all. */
-	if (cfg && cfg->hold_user)
-		held_drop(control_get(), kind == LOCK_F_USER_WAIT ? 0 : lock);
-	wait_begin(lock, kind, false, true);
+	*futex = PT_REGS_PARM1(regs);
+	return futex_wait_kind(PT_REGS_PARM2(regs), PT_REGS_PARM3(regs));
+}
+
+/* Starts timing a kernel lock wait on @lock by the current task, unless filtered out. */
+static __always_inline void wait_begin(__u64 lock, __u32 flags, bool spin)
+{
+	struct aperture_control *ctl = control_get();
+	struct locks_config *cfg = config_get();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct locks_start *start;
+	__u64 futex;
+
+	if (!ctl || !cfg || !cfg->kernel)
+		return;
+	if (!task_wanted(ctl, bpf_get_current_pid_tgid() >> 32))
+		return;
+	/*
+	 * A PI futex sleeps on a kernel rt_mutex: that wait is the user lock's,
+	 * counted once, as the user lock, when the thread sleeps.
+	 */
+	if (cfg->user && !spin && futex_call_of(task, &futex))
+		return;
+	start = start_slot(task, spin, true);
+	if (!start || start->begin_ns) {
+		stat_inc(STAT_START_FULL);	/* nested: not timed */
+		return;
+	}
+	start->lock = lock;
+	start->flags = flags | lock_class(task, lock);
+	start->begin_ns = bpf_ktime_get_ns();
+}
+
+/*
+ * The kind's own part of a finished wait: hold timing (--lock-hold) when
+ * @acquired, and the raw event.  @task is the waiter, @key its wait's key.
+ */
+static __always_inline void wait_finish(const struct aperture_control *ctl, const struct locks_config *cfg,
+					struct task_struct *task, const struct sample_key *key,
+					const struct locks_value *delta, __u64 begin_ns, bool acquired)
+{
+	bool raw, hold;
+
+	/* Locks only: a condvar or semaphore wait (LOCK_F_USER_WAIT) is no lock held by anyone. */
+	raw = cfg->raw_min_ns && delta->wait_ns >= cfg->raw_min_ns && !(delta->flags & LOCK_F_USER_WAIT);
+	/* Kernel holds: mutexes and rwsems, whose unlocks the fentry programs see. */
+	hold = acquired && (delta->flags & LOCK_F_USER_ANY ? cfg->hold_user :
+			    cfg->hold_kernel && !(delta->flags & (LOCK_F_SPIN | LOCK_F_RT | LOCK_F_PERCPU)));
+	if (hold)
+		hold_begin(ctl, task, key, begin_ns, delta->wait_ns, delta->flags, raw);
+	else if (raw)
+		raw_event_emit(ctl, EVENT_LOCK, key, begin_ns, delta->wait_ns, 0);
+}
+
+/*
+ * Ends the current task's wait on kernel lock @lock and counts it; @acquired:
+ * it took the lock, whose hold is then timed if --lock-hold asks for it.
+ */
+static __always_inline void wait_end(void *ctx, __u64 lock, bool spin, bool interrupted, bool acquired)
+{
+	struct aperture_control *ctl = control_get();
+	struct locks_config *cfg = config_get();
+	struct locks_start *start = start_slot(bpf_get_current_task_btf(), spin, false);
+	struct locks_value delta = { .contentions = 1, .interrupted = interrupted };
+	struct sample_key key = {};
+	__u64 begin_ns;
+
+	if (!start || !start->begin_ns || start->lock != lock)
+		return;
+	begin_ns = start->begin_ns;
+	delta.wait_ns = bpf_ktime_get_ns() - begin_ns;
+	delta.max_wait_ns = delta.wait_ns;
+	delta.flags = start->flags;
+	start->begin_ns = 0;
+	if (!ctl || !cfg || delta.wait_ns < cfg->min_wait_ns)
+		return;
+	key_fill_current(ctx, ctl, &key, lock);
+	record_event(ctl, &key, &delta);
+	wait_finish(ctl, cfg, bpf_get_current_task_btf(), &key, &delta, begin_ns, acquired);
+}
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(lock_begin, void *lock, unsigned int flags)
+{
+	wait_begin((__u64)lock, flags & 0xff, flags & LOCK_F_SPIN);
 	return 0;
 }
 
-/* -EAGAIN: the futex changed before the thread slept: no wait, not counted. */
-SEC("tp_btf/sys_exit")
-int BPF_PROG(futex_end, struct pt_regs *regs, long ret)
+/* ret: 0 when the lock was taken, else why not (-EINTR, -ETIMEDOUT, ...). */
+SEC("tp_btf/contention_end")
+int BPF_PROG(lock_end, void *lock, int ret)
 {
-	struct locks_start *start;
+	__u32 zero = 0;
+	struct locks_start *cpu = bpf_map_lookup_elem(&lock_cpu_start, &zero);
+	bool spin = cpu && cpu->begin_ns && cpu->lock == (__u64)lock;
 
-	if (SYSCALL_NR(regs) != NR_FUTEX)
-		return 0;
-	start = start_slot(bpf_get_current_task_btf(), false, false);
-	if (!start || !start->begin_ns || !(start->flags & LOCK_F_USER_ANY))
-		return 0;
-	if (ret == -EAGAIN) {
-		start->begin_ns = 0;
-		return 0;
+	/* Holds are timed for sleeping locks only: a spinlock's hold is no sleep of anyone. */
+	wait_end(ctx, (__u64)lock, spin, ret != 0, !spin && ret == 0);
+	return 0;
+}
+
+/*
+ * The current task @prev goes to sleep inside a futex wait: the wait's key
+ * (its user stack: a futex wait's kernel stack is the futex code itself) and
+ * start.  A wait for a lock means not holding it; a condvar wait maybe no
+ * lock at all (glibc releases the mutex where no uprobe sees it).
+ */
+static __always_inline void futex_sleep_begin(void *ctx, const struct aperture_control *ctl,
+					      const struct locks_config *cfg, struct task_struct *prev)
+{
+	struct futex_sleep *sleep;
+	__u64 futex = 0;
+	__u32 kind = futex_call_of(prev, &futex);
+
+	if (!kind || !task_wanted(ctl, prev->tgid))
+		return;
+	if (cfg->hold_user)
+		held_drop(ctl, kind == LOCK_F_USER_WAIT ? 0 : futex);
+	sleep = bpf_task_storage_get(&futex_sleep_start, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!sleep) {
+		stat_inc(STAT_START_FULL);
+		return;
 	}
-	/* A woken mutex waiter takes the lock in user space right after (or waits again). */
-	wait_end(ctx, start->lock, false, ret != 0, ret == 0 && !(start->flags & LOCK_F_USER_WAIT));
+	who_current(&sleep->key);
+	sleep->key.object = futex;
+	sleep->key.kernel_stack_id = 0;
+	sleep->key.user_stack_id = ctl->stack_mode != STACK_MODE_KERNEL ? stack_store(ctx, true) : 0;
+	if (sleep->key.user_stack_id)
+		process_seen(sleep->key.tgid);
+	sleep->flags = kind;
+	sleep->begin_ns = bpf_ktime_get_ns();
+}
+
+/*
+ * @next wakes from a futex sleep: count the wait.  Woken with a signal
+ * pending, it returns without the lock (interrupted); otherwise a mutex
+ * waiter takes the lock in user space right after (or sleeps again).
+ */
+static __always_inline void futex_sleep_end(const struct aperture_control *ctl, const struct locks_config *cfg,
+					    struct task_struct *next)
+{
+	struct futex_sleep *sleep = bpf_task_storage_get(&futex_sleep_start, next, NULL, 0);
+	struct locks_value delta = { .contentions = 1 };
+	__u64 begin_ns;
+
+	if (!sleep || !sleep->begin_ns)
+		return;
+	begin_ns = sleep->begin_ns;
+	sleep->begin_ns = 0;
+	delta.wait_ns = bpf_ktime_get_ns() - begin_ns;
+	if (delta.wait_ns < cfg->min_wait_ns)
+		return;
+	delta.max_wait_ns = delta.wait_ns;
+	delta.flags = sleep->flags;
+	delta.interrupted = task_signal_pending(next);
+	record_event(ctl, &sleep->key, &delta);
+	wait_finish(ctl, cfg, next, &sleep->key, &delta, begin_ns,
+		    !delta.interrupted && !(delta.flags & LOCK_F_USER_WAIT));
+}
+
+/* Loaded with user locks on: per context switch, one register read and one task-storage lookup. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(futex_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	struct aperture_control *ctl = control_get();
+	struct locks_config *cfg = config_get();
+
+	if (!ctl || !cfg)
+		return 0;
+	/* A thread preempted before it slept is runnable, not waiting; kernel threads make no futex calls. */
+	if (!preempt && prev_state && prev->mm)
+		futex_sleep_begin(ctx, ctl, cfg, prev);
+	futex_sleep_end(ctl, cfg, next);
 	return 0;
 }
 

@@ -58,8 +58,7 @@ static int locks_open(struct profiler *p, const struct profiler_opts *o)
 		/* A side switched off is not even loaded. */
 		bpf_program__set_autoload(__skel->progs.lock_begin, cfg->kernel);
 		bpf_program__set_autoload(__skel->progs.lock_end, cfg->kernel);
-		bpf_program__set_autoload(__skel->progs.futex_begin, cfg->user);
-		bpf_program__set_autoload(__skel->progs.futex_end, cfg->user);
+		bpf_program__set_autoload(__skel->progs.futex_switch, cfg->user);
 		bpf_program__set_autoload(__skel->progs.mutex_unlock_user, cfg->hold_user);
 		bpf_program__set_autoload(__skel->progs.mutex_unlock_kernel, cfg->hold_kernel);
 		bpf_program__set_autoload(__skel->progs.up_read_kernel, cfg->hold_kernel);
