@@ -32,13 +32,14 @@ bg "$TMP/bin/cpuburn" 40
 bg "$TMP/bin/oap_burn_nosym" 40
 sleep 0.3
 "$APERTURE" run --oap 127.0.0.1:$PORT --service svc-two --layer OS_LINUX --label env=test --label tier=edge \
-	--exe-pattern "$TMP/bin/*" \
+	--exe-pattern "$TMP/bin/*" --exe-label "$TMP/bin/cpuburn=role=burner" --exe-label 'oap_burn*=lang=c' \
 	--heartbeat-interval 1 --task-interval 1 --flush-interval 1 -d 12 -v 2> "$TMP/agent.log"
 is "agent exits 0" "$?" 0
 
 reg() { $PY "$OAPDIR/analyze.py" registration "$REC" "$1" > "$TMP/reg.$1"; val "$TMP/reg.$1" "$2"; }
 is "--layer OS_LINUX reported" "$(reg oap_burn layer)" OS_LINUX
-is "labels in the entity" "$(reg oap_burn labels)" "env=test,tier=edge"
+is "labels in the entity, --exe-label by name" "$(reg oap_burn labels)" "env=test,tier=edge,lang=c"
+is "--exe-label by path: this process only" "$(reg cpuburn labels)" "env=test,tier=edge,role=burner"
 is "keepAlive carries layer, labels and support_ebpf_profiling as reported" "$(reg oap_burn keepalive_ok)" 1
 is "support_ebpf_profiling: oap_burn" "$(reg oap_burn support_ebpf_profiling)" true
 is "support_ebpf_profiling: cpuburn" "$(reg cpuburn support_ebpf_profiling)" true

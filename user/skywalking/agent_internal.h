@@ -46,6 +46,13 @@ struct agent_opts {
 	const char *layer;		/* --layer, a name of the OAP's Layer */
 	const char *labels[MAX_SELECT];	/* --label: entity labels of every process */
 	int nlabels;
+	/* --exe-label GLOB=LABEL: a label of the processes GLOB matches (as --exe-pattern) */
+	struct exe_label {
+		const char *glob;	/* GLOB=LABEL as given: the glob is the part before '=' */
+		size_t glob_len;
+		const char *label;
+	} exe_labels[MAX_SELECT];
+	int nexe_labels;
 	uint64_t heartbeat_ms, task_ms, flush_ms, deadline_ms, backoff_max_ms;
 	uint64_t report_every;
 	uint64_t spool_bytes;
@@ -60,6 +67,7 @@ struct agent_proc {
 	struct sw_process sw;		/* points into the strings below */
 	uint64_t start_time;		/* /proc/PID/stat starttime: tells a reused pid apart */
 	char *service, *instance, *name, *cmdline;
+	const char **labels;		/* --label ones, then the matching --exe-label ones */
 	bool seen;			/* in the latest scan */
 	bool reported;			/* the OAP answered with its id */
 };

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,7 +16,7 @@
 enum {
 	OPT_OAP = 256, OPT_TOKEN_FILE, OPT_TOKEN, OPT_EXE, OPT_CGROUP, OPT_SERVICE, OPT_INSTANCE,
 	OPT_HEARTBEAT, OPT_TASK, OPT_FLUSH, OPT_REPORT_EVERY, OPT_SPOOL, OPT_DEADLINE,
-	OPT_RECONNECT, OPT_PIN, OPT_LAYER, OPT_LABEL, OPT_STATE_DIR,
+	OPT_RECONNECT, OPT_PIN, OPT_LAYER, OPT_LABEL, OPT_EXE_LABEL, OPT_STATE_DIR,
 };
 
 /* TLS to the OAP, as SkyWalking Rover's reporter.grpc.tls options (codes of 300 up are the profilers'). */
@@ -32,6 +33,7 @@ static const struct option agent_options[] = {
 	{ "instance", required_argument, NULL, OPT_INSTANCE },
 	{ "layer", required_argument, NULL, OPT_LAYER },
 	{ "label", required_argument, NULL, OPT_LABEL },
+	{ "exe-label", required_argument, NULL, OPT_EXE_LABEL },
 	{ "heartbeat-interval", required_argument, NULL, OPT_HEARTBEAT },
 	{ "task-interval", required_argument, NULL, OPT_TASK },
 	{ "flush-interval", required_argument, NULL, OPT_FLUSH },
@@ -74,6 +76,8 @@ static void usage(FILE *out)
 "      --label LABEL          a label of every process (repeatable; a plain string such\n"
 "                             as env=prod): tasks created for some labels only reach\n"
 "                             processes with all of them\n"
+"      --exe-label GLOB=LABEL the label of the processes GLOB matches, as --exe-pattern\n"
+"                             does (repeatable; the GLOB is up to the first '=')\n"
 "      --heartbeat-interval S keepAlive period (default 20); every --report-every N-th (10)\n"
 "                             heartbeat re-reports every process\n"
 "      --task-interval S      queryTasks period (default 10)\n"
@@ -179,31 +183,68 @@ static bool set_layer(struct agent_opts *o, const char *arg)
  */
 #define LABELS_JSON_MAX 500
 
+/* The JSON list of the most labels a process can have: every --label and every --exe-label. */
 static size_t labels_json_len(const struct agent_opts *o)
 {
 	size_t len = 2;		/* [] */
 
 	for (int i = 0; i < o->nlabels; i++)
-		len += strlen(o->labels[i]) + 2 + (i ? 1 : 0);	/* "label" and the comma */
+		len += strlen(o->labels[i]) + 3;	/* "label" and a comma */
+	for (int i = 0; i < o->nexe_labels; i++)
+		len += strlen(o->exe_labels[i].label) + 3;
 	return len;
+}
+
+static bool label_ok(const char *opt, const char *label)
+{
+	if (!*label || strpbrk(label, "\"\\")) {
+		log_error("%s '%s': want a non-empty label without quotes or backslashes", opt, label);
+		return false;
+	}
+	return true;
+}
+
+static bool labels_fit(const char *opt, const struct agent_opts *o)
+{
+	if (labels_json_len(o) > LABELS_JSON_MAX) {
+		log_error("%s: the labels take more than the OAP's %d characters", opt, LABELS_JSON_MAX);
+		return false;
+	}
+	return true;
 }
 
 static bool add_label(struct agent_opts *o, const char *arg)
 {
-	if (!*arg || strpbrk(arg, "\"\\")) {
-		log_error("--label '%s': want a non-empty label without quotes or backslashes", arg);
+	if (!label_ok("--label", arg))
 		return false;
-	}
 	if (o->nlabels == MAX_SELECT) {
 		log_error("--label: at most %d", MAX_SELECT);
 		return false;
 	}
 	o->labels[o->nlabels++] = arg;
-	if (labels_json_len(o) > LABELS_JSON_MAX) {
-		log_error("--label: the labels take more than the OAP's %d characters", LABELS_JSON_MAX);
+	return labels_fit("--label", o);
+}
+
+static bool add_exe_label(struct agent_opts *o, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+
+	if (!eq || eq == arg) {
+		log_error("--exe-label '%s': want GLOB=LABEL", arg);
 		return false;
 	}
-	return true;
+	if (!label_ok("--exe-label", eq + 1))
+		return false;
+	if (eq - arg >= PATH_MAX) {
+		log_error("--exe-label: the glob is longer than %d", PATH_MAX - 1);
+		return false;
+	}
+	if (o->nexe_labels == MAX_SELECT) {
+		log_error("--exe-label: at most %d", MAX_SELECT);
+		return false;
+	}
+	o->exe_labels[o->nexe_labels++] = (struct exe_label){ arg, (size_t)(eq - arg), eq + 1 };
+	return labels_fit("--exe-label", o);
 }
 
 /*
@@ -362,6 +403,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 		case OPT_INSTANCE: o->instance = optarg; break;
 		case OPT_LAYER: ok = set_layer(o, optarg); break;
 		case OPT_LABEL: ok = add_label(o, optarg); break;
+		case OPT_EXE_LABEL: ok = add_exe_label(o, optarg); break;
 		case OPT_HEARTBEAT: ok = parse_seconds("--heartbeat-interval", optarg, &o->heartbeat_ms); break;
 		case OPT_TASK: ok = parse_seconds("--task-interval", optarg, &o->task_ms); break;
 		case OPT_FLUSH: ok = parse_seconds("--flush-interval", optarg, &o->flush_ms); break;

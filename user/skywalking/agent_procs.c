@@ -80,15 +80,41 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+/* --exe-pattern's match: the executable's path or name, or the comm. */
+static bool exe_matches(const char *glob, const char *exe, const char *comm)
+{
+	return (*exe && (!fnmatch(glob, exe, 0) || !fnmatch(glob, base_name(exe), 0))) ||
+	       !fnmatch(glob, comm, 0);
+}
+
 static bool exe_selected(const struct agent_opts *o, const char *exe, const char *comm)
 {
-	const char *base = base_name(exe);
-
 	for (int i = 0; i < o->nexe; i++)
-		if ((*exe && (!fnmatch(o->exe_patterns[i], exe, 0) || !fnmatch(o->exe_patterns[i], base, 0))) ||
-		    !fnmatch(o->exe_patterns[i], comm, 0))
+		if (exe_matches(o->exe_patterns[i], exe, comm))
 			return true;
 	return false;
+}
+
+/* --label's labels, then those of the --exe-label globs the process matches; NULL: no memory. */
+static const char **proc_labels(const struct agent_opts *o, const char *exe, const char *comm,
+				size_t *n)
+{
+	const char **labels = calloc_logged((size_t)o->nlabels + (size_t)o->nexe_labels + 1, sizeof(*labels));
+	char glob[PATH_MAX];
+
+	if (!labels)
+		return NULL;
+	*n = 0;
+	for (int i = 0; i < o->nlabels; i++)
+		labels[(*n)++] = o->labels[i];
+	for (int i = 0; i < o->nexe_labels; i++) {
+		const struct exe_label *l = &o->exe_labels[i];
+
+		snprintf(glob, sizeof(glob), "%.*s", (int)l->glob_len, l->glob);
+		if (exe_matches(glob, exe, comm))
+			labels[(*n)++] = l->label;
+	}
+	return labels;
 }
 
 static char *read_cmdline(uint32_t pid)
@@ -205,6 +231,7 @@ void proc_free(struct agent_proc *p)
 	free(p->instance);
 	free(p->name);
 	free(p->cmdline);
+	free(p->labels);
 	free(p);
 }
 
@@ -213,6 +240,7 @@ static struct agent_proc *proc_new(struct agent *a, uint32_t pid, uint64_t start
 {
 	struct agent_proc *p = calloc_logged(1, sizeof(*p));
 	const char *base = base_name(exe);
+	size_t nlabels = 0;
 
 	if (!p)
 		return NULL;
@@ -220,7 +248,8 @@ static struct agent_proc *proc_new(struct agent *a, uint32_t pid, uint64_t start
 	p->service = strdup_logged(a->o.service ? a->o.service : a->hostname);
 	p->instance = strdup_logged(a->o.instance ? a->o.instance : p->name ? p->name : comm);
 	p->cmdline = read_cmdline(pid);
-	if (!p->name || !p->service || !p->instance || !p->cmdline) {
+	p->labels = proc_labels(&a->o, exe, comm, &nlabels);
+	if (!p->name || !p->service || !p->instance || !p->cmdline || !p->labels) {
 		proc_free(p);
 		return NULL;
 	}
@@ -229,7 +258,7 @@ static struct agent_proc *proc_new(struct agent *a, uint32_t pid, uint64_t start
 	p->sw = (struct sw_process){
 		.pid = pid, .layer = a->o.layer, .service = p->service, .instance = p->instance,
 		.process_name = p->name, .command_line = p->cmdline, .host_ip = a->host_ip,
-		.labels = a->o.labels, .nlabels = (size_t)a->o.nlabels,
+		.labels = p->labels, .nlabels = nlabels,
 		.profilable = profilable(pid, exe, p->name),
 	};
 	if (!p->sw.profilable)
