@@ -12,6 +12,7 @@
  * ledger (agent_ledger.c) keeps tasks and unacknowledged uploads on disk, so
  * that a crash loses and duplicates nothing.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,6 +44,18 @@ static uint64_t next_tick(uint64_t due, uint64_t period_ms, uint64_t now)
 	return due > now ? due : now + period_ms * MS;
 }
 
+/* SIGUSR1: where the agent stands, in one line. */
+static void stats_line(const struct agent *a)
+{
+	size_t running = 0;
+
+	for (size_t i = 0; i < a->ntasks; i++)
+		running += a->tasks[i]->state == TASK_RUNNING;
+	log_notice("stats: OAP %s %s; %zu processes, %zu tasks (%zu running); spool %zu of %zu bytes, "
+		   "%" PRIu64 " messages dropped", a->o.oap, a->oap_down ? "unreachable" : "up", a->nprocs,
+		   a->ntasks, running, a->spool.bytes, a->spool.limit, a->spool.dropped_msgs);
+}
+
 static void agent_loop(struct agent *a)
 {
 	uint64_t start = now_ns(CLOCK_MONOTONIC);
@@ -54,6 +67,14 @@ static void agent_loop(struct agent *a)
 
 		if (now >= end)
 			break;
+		if (cli_reload) {
+			cli_reload = 0;
+			agent_reload(a);
+		}
+		if (cli_stats) {
+			cli_stats = 0;
+			stats_line(a);
+		}
 		if (now >= next_heartbeat) {
 			heartbeat(a);
 			next_heartbeat = next_tick(next_heartbeat, a->o.heartbeat_ms, now);
@@ -122,10 +143,23 @@ static void agent_free(struct agent *a)
 	}
 }
 
+struct grpc_channel *agent_channel_new(const struct agent_opts *o)
+{
+	struct grpc_opts gopts = {
+		.target = o->oap,
+		.cancel = &cli_abort,	/* a second Ctrl-C does not wait for deadlines */
+		.token = o->token,
+		.tls = &o->tls,
+		.backoff_max_ms = (unsigned int)o->backoff_max_ms,
+		.backoff_initial_ms = (unsigned int)min_u64(1000, o->backoff_max_ms),
+	};
+
+	return grpc_channel_new(&gopts);
+}
+
 int agent_main(int argc, char **argv)
 {
-	struct agent a = { 0 };
-	struct grpc_opts gopts = { 0 };
+	struct agent a = { .argc = argc, .argv = argv };
 	int err;
 
 	profiler_shared_init(&a.shared);
@@ -143,15 +177,10 @@ int agent_main(int argc, char **argv)
 		goto out;
 	cli_libbpf_logging();
 	cli_install_signals();
+	cli_install_daemon_signals();	/* SIGHUP: reload, SIGUSR1: stats */
 	sw_uuid(a.agent_id);
 	host_identity(&a);
-	gopts.target = a.o.oap;
-	gopts.cancel = &cli_abort;	/* a second Ctrl-C does not wait for deadlines */
-	gopts.token = a.o.token;
-	gopts.tls = &a.o.tls;
-	gopts.backoff_max_ms = (unsigned int)a.o.backoff_max_ms;
-	gopts.backoff_initial_ms = (unsigned int)min_u64(1000, a.o.backoff_max_ms);
-	a.ch = grpc_channel_new(&gopts);
+	a.ch = agent_channel_new(&a.o);
 	a.sym = symbolizer_new();
 	if (!a.ch || !a.sym)
 		goto out;

@@ -148,6 +148,8 @@ struct agent {
 	int64_t last_flush_ms;		/* currentTime of the last upload: each one gets its own */
 	bool oap_down;			/* the last call failed with a transient error */
 	bool fatal;			/* the OAP refused us: stop */
+	int argc;			/* the command line, parsed again on SIGHUP */
+	char **argv;
 };
 
 static inline int64_t wall_ms(void)
@@ -157,6 +159,12 @@ static inline int64_t wall_ms(void)
 
 /* agent_opts.c */
 int parse_args(struct agent_opts *o, int argc, char **argv);
+
+/* agent.c: a channel to @o's OAP with its token, TLS and backoff; NULL (logged) on failure. */
+struct grpc_channel *agent_channel_new(const struct agent_opts *o);
+
+/* agent_reload.c: SIGHUP */
+void agent_reload(struct agent *a);
 
 /* agent_oap.c */
 bool transient(int code);
