@@ -19,15 +19,6 @@
 /* Iterations between clock reads: keeps the vDSO call well under 1% of the work. */
 #define OPS_PER_CHECK 4096
 
-struct worker {
-	pthread_t thread;
-	double seconds;
-	uint64_t ops;
-	double cpu_seconds;	/* this thread's CPU time, interrupts included */
-	uint64_t sink;	/* keeps the hash live so the loop is not optimized away */
-};
-
-static pthread_barrier_t start_line;
 
 static __attribute__((noinline)) uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -72,37 +63,16 @@ int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 5;
 	long threads = argc > 2 ? atol(argv[2]) : sysconf(_SC_NPROCESSORS_ONLN);
-	struct worker *workers;
-	uint64_t total = 0, sink = 0;
-	double start, elapsed, cpu = 0;
+	struct bench_result r;
 
 	if (seconds <= 0 || threads < 1 || threads > 1024) {
 		fprintf(stderr, "usage: cpuwork SECONDS [THREADS]\n");
 		return 2;
 	}
-	workers = calloc(threads, sizeof(*workers));
-	if (!workers)
+	if (bench_run(threads, seconds, 0, worker_main, &r))
 		return 1;
-	pthread_barrier_init(&start_line, NULL, threads + 1);
-	for (long i = 0; i < threads; i++) {
-		workers[i].seconds = seconds;
-		if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i])) {
-			perror("pthread_create");
-			return 1;
-		}
-	}
-	pthread_barrier_wait(&start_line);
-	start = now_sec();
-	for (long i = 0; i < threads; i++) {
-		pthread_join(workers[i].thread, NULL);
-		total += workers[i].ops;
-		cpu += workers[i].cpu_seconds;
-		sink ^= workers[i].sink;
-	}
-	elapsed = now_sec() - start;
 	printf("ops_per_sec %.0f ops_per_cpu_sec %.0f threads %ld elapsed %.3f sink %llx\n",
-	       total / elapsed, cpu > 0 ? total / cpu : 0, threads, elapsed,
-	       (unsigned long long)(sink & 0xf));
-	free(workers);
+	       r.ops / r.elapsed, r.cpu_seconds > 0 ? r.ops / r.cpu_seconds : 0, threads, r.elapsed,
+	       (unsigned long long)(r.sink & 0xf));
 	return 0;
 }

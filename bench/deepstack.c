@@ -19,16 +19,6 @@
 
 #define OPS_PER_CHECK 4096
 
-struct worker {
-	pthread_t thread;
-	double seconds;
-	int depth;
-	uint64_t ops;
-	double cpu_seconds;
-	uint64_t sink;
-};
-
-static pthread_barrier_t start_line;
 
 static __attribute__((noinline)) uint64_t spin(struct worker *w)
 {
@@ -71,38 +61,16 @@ int main(int argc, char **argv)
 	double seconds = argc > 1 ? atof(argv[1]) : 5;
 	int depth = argc > 2 ? atoi(argv[2]) : 90;
 	long threads = argc > 3 ? atol(argv[3]) : sysconf(_SC_NPROCESSORS_ONLN);
-	struct worker *workers;
-	uint64_t total = 0, sink = 0;
-	double start, elapsed, cpu = 0;
+	struct bench_result r;
 
 	if (seconds <= 0 || depth < 1 || depth > 10000 || threads < 1 || threads > 1024) {
 		fprintf(stderr, "usage: deepstack SECONDS [DEPTH [THREADS]]\n");
 		return 2;
 	}
-	workers = calloc(threads, sizeof(*workers));
-	if (!workers)
+	if (bench_run(threads, seconds, depth, worker_main, &r))
 		return 1;
-	pthread_barrier_init(&start_line, NULL, threads + 1);
-	for (long i = 0; i < threads; i++) {
-		workers[i].seconds = seconds;
-		workers[i].depth = depth;
-		if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i])) {
-			perror("pthread_create");
-			return 1;
-		}
-	}
-	pthread_barrier_wait(&start_line);
-	start = now_sec();
-	for (long i = 0; i < threads; i++) {
-		pthread_join(workers[i].thread, NULL);
-		total += workers[i].ops;
-		cpu += workers[i].cpu_seconds;
-		sink ^= workers[i].sink;
-	}
-	elapsed = now_sec() - start;
 	printf("ops_per_sec %.0f ops_per_cpu_sec %.0f threads %ld depth %d elapsed %.3f sink %llx\n",
-	       total / elapsed, cpu > 0 ? total / cpu : 0, threads, depth, elapsed,
-	       (unsigned long long)(sink & 0xf));
-	free(workers);
+	       r.ops / r.elapsed, r.cpu_seconds > 0 ? r.ops / r.cpu_seconds : 0, threads, depth, r.elapsed,
+	       (unsigned long long)(r.sink & 0xf));
 	return 0;
 }

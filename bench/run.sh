@@ -11,52 +11,16 @@
 # bench/unwind.sh; 0: not).
 # Every command runs under a timeout; the EXIT trap kills what this script
 # started and restores kernel.bpf_stats_enabled.
-set -uo pipefail
-
-cd "$(dirname "$0")/.." || exit 1
-ROOT=$PWD
-APERTURE=${APERTURE:-$ROOT/aperture}
 ROUNDS=${ROUNDS:-5}
+. "$(dirname "$0")/lib.sh"	# cd to the top, W, BGPIDS, the EXIT trap, log/median/prog_ids_of/bpf_stats_of
 D=${D:-5}
 HZ=${HZ:-99}
 RSS_SECONDS=${RSS_SECONDS:-10}
-BIN=$ROOT/bench/build
 CAP=$((D + 30))		# hard cap on any profiler's own duration
 OFFCPUTIME=
 for c in /usr/sbin/offcputime /usr/sbin/libbpf-tools/offcputime "$(command -v offcputime 2>/dev/null)"; do
 	[ -n "$c" ] && [ -x "$c" ] && { OFFCPUTIME=$c; break; }
 done
-
-W=$(mktemp -d /tmp/aperture-bench.XXXXXX)
-STATS_ORIG=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
-BGPIDS=()
-
-log() { printf '%s\n' "$*" >&2; }
-
-# Kills a process we started and its direct children (timeout's child).
-kill_tree() {
-	local pid=$1 kid
-	for kid in $(pgrep -P "$pid" 2>/dev/null); do
-		kill -KILL "$kid" 2>/dev/null
-	done
-	kill -KILL "$pid" 2>/dev/null
-}
-
-cleanup() {
-	local pid
-	for pid in "${BGPIDS[@]}"; do
-		kill -0 "$pid" 2>/dev/null && kill_tree "$pid"
-	done
-	sysctl -qw kernel.bpf_stats_enabled="$STATS_ORIG" >/dev/null 2>&1
-	rm -rf "$W"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-have() { [ -n "$1" ] && command -v "$1" >/dev/null 2>&1; }
-
-median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "n/a";
-	else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # ---------------------------------------------------------------- building
 build_workloads() {
@@ -93,14 +57,6 @@ available() {
 	esac
 }
 
-# BPF program ids held open by PID or its children (from fdinfo: works
-# without bpftool's pid support, and is not fooled by other people's loaders).
-prog_ids_of() {
-	local p
-	for p in "$1" $(pgrep -P "$1" 2>/dev/null); do
-		grep -hs '^prog_id:' /proc/"$p"/fdinfo/* 2>/dev/null
-	done | awk '{ print $2 }' | sort -un
-}
 
 # wait_ready VARIANT PID: returns once the profiler is sampling, 1 if it died.
 wait_ready() {
@@ -132,16 +88,6 @@ stop_profiler() {
 	done
 	kill -0 "$pid" 2>/dev/null && { log "bench: profiler $pid did not stop, killing it"; kill_tree "$pid"; }
 	wait "$pid" 2>/dev/null
-}
-
-# bpf_stats_of IDS...: "id name run_time_ns run_cnt" per program.
-bpf_stats_of() {
-	[ $# -gt 0 ] || return 0
-	local ids
-	ids=$(printf '%s,' "$@")
-	timeout 10 bpftool prog show -j 2>/dev/null |
-		jq -r --argjson ids "[${ids%,}]" '.[] | select(.id as $i | $ids | index($i)) |
-			"\(.id) \(.name // "?") \(.run_time_ns // 0) \(.run_cnt // 0)"' 2>/dev/null
 }
 
 # measure VARIANT WORKLOAD STATS: one run; leaves the workload's throughput
