@@ -96,12 +96,15 @@ $(LIB): $(LIB_OBJS)
 $(BUILD)/%.bpf.o: %.bpf.c $(wildcard bpf/*.h bpf/*/*.h) vmlinux/vmlinux.h | $(BUILD)
 	$(call msg,BPF,$<)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
-	@# DWARF is only for debugging; BTF (kept) is what CO-RE and bpftool need.
-	$(Q)$(LLVM_STRIP) -g $@
+	@# DWARF is only for debugging; BTF (kept) is what CO-RE and bpftool need.  libbpf skips
+	@# the relocations of .BTF and .BTF.ext (their targets hold no instructions) and .llvm_addrsig.
+	$(Q)$(LLVM_STRIP) -g -R .rel.BTF -R .rel.BTF.ext -R .llvm_addrsig $@
 
-$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+# The skeleton embeds the object xz-compressed (tools/skel-xz.py, user/lib/bpf_xz.c); the
+# stream is also left in build/NAME.bpf.xz for `make size`.
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o tools/skel-xz.py
 	$(call msg,SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf | $(PY3) tools/skel-xz.py $< $(BUILD)/$*.bpf.xz > $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/gen/%.pb.c $(BUILD)/gen/%.pb.h: proto/%.proto $(wildcard proto/*.options proto/*/*.options proto/*/*/*.options)
 	@mkdir -p $(BUILD)/gen
