@@ -26,6 +26,40 @@ int riscv_disasm(void) { return -1; }
 int bpf_disasm(void) { return -1; }
 
 /*
+ * libebl's table of machines (eblopenbackend.o) names every architecture's
+ * backend init, and each pulls its register, relocation, core-note and CFI
+ * tables: about 125 KB for machines aperture never meets.  It reads the CFI
+ * of the processes of the machine it runs on (and of their 32-bit
+ * compatibility code), so only those backends stay.  The real inits return
+ * NULL when they do not take the file; libebl then fills in its generic
+ * defaults, so an ELF file of another machine still opens, without the
+ * architecture's hooks (which aperture would not use on it).
+ */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define NO_BACKEND(arch) \
+	void *arch##_init(void *elf, unsigned short machine, void *ebl); \
+	void *arch##_init(void *elf, unsigned short machine, void *ebl) { return NULL; }
+NO_BACKEND(sh)
+NO_BACKEND(ia64)
+NO_BACKEND(alpha)
+NO_BACKEND(sparc)
+NO_BACKEND(ppc)
+NO_BACKEND(ppc64)
+NO_BACKEND(s390)
+NO_BACKEND(m68k)
+NO_BACKEND(bpf)
+NO_BACKEND(riscv)
+NO_BACKEND(csky)
+#ifdef __x86_64__
+NO_BACKEND(arm)
+NO_BACKEND(aarch64)
+#else
+NO_BACKEND(i386)
+NO_BACKEND(x86_64)
+#endif
+#endif
+
+/*
  * mbedTLS's X.509 self test (never called) refers to its built-in test
  * certificates, 54 KB of certs.c.
  */
