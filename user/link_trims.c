@@ -147,3 +147,32 @@ TRIM_ALIAS(mbedtls_pkcs12_pbe, pkcs12_unavailable) TRIM_ALIAS(mbedtls_pkcs12_pbe
 /* Debug output: printed only through a callback set by mbedtls_ssl_conf_dbg(), which aperture never sets. */
 TRIM_VOID(mbedtls_debug_print_msg) TRIM_VOID(mbedtls_debug_print_ret) TRIM_VOID(mbedtls_debug_print_buf)
 TRIM_VOID(mbedtls_debug_print_mpi) TRIM_VOID(mbedtls_debug_print_crt) TRIM_VOID(mbedtls_debug_printf_ecdh)
+
+/*
+ * libbpf: the light-skeleton loader generator (gen_loader.c, reached only
+ * through bpf_object__gen_loader(), which bpftool calls and aperture does
+ * not: obj->gen_loader stays NULL) and the USDT manager (usdt.c, reached
+ * only by attaching a usdt/ program, of which aperture's objects have none).
+ * libbpf frees both unconditionally on close, with NULL here: a no-op.
+ * Should a usdt/ program appear, its attach fails with EOPNOTSUPP.
+ */
+#define LIBBPF_ERR_PTR(err) ((void *)(long)(err))
+TRIM_VOID(bpf_gen__init) TRIM_VOID(bpf_gen__free) TRIM_VOID(bpf_gen__load_btf)
+TRIM_VOID(bpf_gen__map_create) TRIM_VOID(bpf_gen__map_freeze) TRIM_VOID(bpf_gen__map_update_elem)
+TRIM_VOID(bpf_gen__populate_outer_map) TRIM_VOID(bpf_gen__prog_load) TRIM_VOID(bpf_gen__record_attach_target)
+TRIM_VOID(bpf_gen__record_extern) TRIM_VOID(bpf_gen__record_relo_core)
+int bpf_gen__finish(void);
+int bpf_gen__finish(void) { return -95; /* -EOPNOTSUPP */ }
+void *usdt_manager_new(void);
+void *usdt_manager_new(void) { return LIBBPF_ERR_PTR(-95); }
+TRIM_VOID(usdt_manager_free)
+void *usdt_manager_attach_usdt(void);
+void *usdt_manager_attach_usdt(void) { return LIBBPF_ERR_PTR(-95); }
+
+/*
+ * libiberty: cplus_demangle() with DMGL_AUTO tries Rust and then the C++ ABI;
+ * the D demangler runs only under DMGL_DLANG, which aperture never asks for
+ * (nor does it pass _D names: symbolizer_demangle_name() takes _Z and _R).
+ */
+char *dlang_demangle(void);
+char *dlang_demangle(void) { return NULL; }
