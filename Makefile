@@ -58,8 +58,11 @@ CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missin
 CFLAGS     += -ffunction-sections -fdata-sections -flto=auto -ffat-lto-objects
 LDFLAGS    += -Wl,--gc-sections -flto=auto -O2
 # -Os where speed is not at stake: the command line and doctor, and the SkyWalking agent (it
-# waits on the network; its snapshots are read by the profilers' own code, built -O2).
+# waits on the network; its snapshots are read by the profilers' own code, built -O2), the
+# option parsing and config file, the kernel probes run once at start, pinning, and the SVG
+# written once at the end.  Sampling, symbolization, unwinding and pprof encoding stay -O2.
 $(BUILD)/user/cmd/%.o $(BUILD)/user/skywalking/%.o: CFLAGS += -Os
+$(addprefix $(BUILD)/user/,lib/cli.o lib/config.o core/kernel_features.o core/pin.o export/export_svg.o): CFLAGS += -Os
 # Plain code: the linker must see these definitions as they are, before the libraries.
 $(TRIM_OBJ): CFLAGS += -fno-lto
 AR         := gcc-ar
