@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <ifaddrs.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 #include "agent_internal.h"
 #include "elfsyms.h"
+#include "globmatch.h"
 
 /* A small /proc (or token) file into @buf, NUL-terminated: its length or -errno. */
 ssize_t read_small(const char *path, char *buf, size_t size)
@@ -85,8 +85,8 @@ static bool exe_selected(const struct agent_opts *o, const char *exe, const char
 	const char *base = base_name(exe);
 
 	for (int i = 0; i < o->nexe; i++)
-		if ((*exe && (!fnmatch(o->exe_patterns[i], exe, 0) || !fnmatch(o->exe_patterns[i], base, 0))) ||
-		    !fnmatch(o->exe_patterns[i], comm, 0))
+		if ((*exe && (glob_match(o->exe_patterns[i], exe) || glob_match(o->exe_patterns[i], base))) ||
+		    glob_match(o->exe_patterns[i], comm))
 			return true;
 	return false;
 }
