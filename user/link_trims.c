@@ -11,6 +11,31 @@
 #include <mbedtls/certs.h>
 
 /*
+ * A stand-in's prototype is (void): none has a caller that can run (each group
+ * says why), and what it returns is the real function's failure.  The error
+ * codes are those of mbedtls/{cipher,md,dhm,ssl,pkcs5,pkcs12}.h, whose
+ * prototypes these definitions must not see.
+ */
+#define MBEDTLS_ERR_CIPHER_FEATURE_UNAVAILABLE	-0x6080
+#define MBEDTLS_ERR_MD_FEATURE_UNAVAILABLE	-0x5080
+#define MBEDTLS_ERR_DHM_BAD_INPUT_DATA		-0x3080
+#define MBEDTLS_ERR_SSL_FEATURE_UNAVAILABLE	-0x7080
+#define MBEDTLS_ERR_PKCS5_FEATURE_UNAVAILABLE	-0x2e80
+#define MBEDTLS_ERR_PKCS12_FEATURE_UNAVAILABLE	-0x1f00
+#define TRIM_ALIAS(fn, to) int fn(void) __attribute__((alias(#to)));
+static int cipher_unavailable(void) { return MBEDTLS_ERR_CIPHER_FEATURE_UNAVAILABLE; }
+static int md_unavailable(void) { return MBEDTLS_ERR_MD_FEATURE_UNAVAILABLE; }
+static int dhm_unavailable(void) { return MBEDTLS_ERR_DHM_BAD_INPUT_DATA; }
+static int ssl_unavailable(void) { return MBEDTLS_ERR_SSL_FEATURE_UNAVAILABLE; }
+static int pkcs5_unavailable(void) { return MBEDTLS_ERR_PKCS5_FEATURE_UNAVAILABLE; }
+static int pkcs12_unavailable(void) { return MBEDTLS_ERR_PKCS12_FEATURE_UNAVAILABLE; }
+static void nothing(void) { }
+static int minus_one(void) { return -1; }
+static void *null_ptr(void) { return NULL; }
+#define TRIM_PTR(fn) void *fn(void) __attribute__((alias("null_ptr")));
+#define TRIM_VOID(fn) void fn(void) __attribute__((alias("nothing")));
+
+/*
  * libdw's ebl backends (pulled in for CFI and symbol lookups) point at their
  * architectures' disassemblers, about 100 KB of tables; aperture never
  * disassembles.  The real functions take (Ebl *, const uint8_t **, ...): no
@@ -60,6 +85,19 @@ NO_BACKEND(x86_64)
 #endif
 
 /*
+ * libdw: the CFI code needs __libdw_intern_expression() (DW_CFA_*_expression)
+ * from dwarf_getlocation.o, whose other functions read DIE attributes (a
+ * variable's location) and link the whole CU, abbreviation and range
+ * machinery, about 45 KB.  aperture opens no DWARF debug info (only CFI:
+ * dwarf_getcfi_elf), so no Dwarf_Attribute ever reaches them; these are what
+ * they call, and __libdw_intern_expression() calls none of them.
+ */
+TRIM_PTR(__libdw_find_split_unit) TRIM_PTR(dwarf_attr)
+TRIM_ALIAS(__libdw_formptr, minus_one) TRIM_ALIAS(__libdw_read_begin_end_pair_inc, minus_one)
+TRIM_ALIAS(dwarf_formaddr, minus_one) TRIM_ALIAS(dwarf_formblock, minus_one) TRIM_ALIAS(dwarf_formudata, minus_one)
+TRIM_ALIAS(dwarf_lowpc, minus_one)
+
+/*
  * mbedTLS's X.509 self test (never called) refers to its built-in test
  * certificates, 54 KB of certs.c.
  */
@@ -76,23 +114,6 @@ const size_t mbedtls_test_cli_crt_len = 0;
  * run; these stand-ins fail (or, for init/free of a context they never
  * fill, do nothing), about 90 KB in all.  Each group says why it is dead.
  */
-/* The error codes of mbedtls/{cipher,md,dhm,ssl,pkcs5,pkcs12}.h, whose prototypes these definitions
- * must not see. */
-#define MBEDTLS_ERR_CIPHER_FEATURE_UNAVAILABLE	-0x6080
-#define MBEDTLS_ERR_MD_FEATURE_UNAVAILABLE	-0x5080
-#define MBEDTLS_ERR_DHM_BAD_INPUT_DATA		-0x3080
-#define MBEDTLS_ERR_SSL_FEATURE_UNAVAILABLE	-0x7080
-#define MBEDTLS_ERR_PKCS5_FEATURE_UNAVAILABLE	-0x2e80
-#define MBEDTLS_ERR_PKCS12_FEATURE_UNAVAILABLE	-0x1f00
-#define TRIM_ALIAS(fn, to) int fn(void) __attribute__((alias(#to)));
-static int cipher_unavailable(void) { return MBEDTLS_ERR_CIPHER_FEATURE_UNAVAILABLE; }
-static int md_unavailable(void) { return MBEDTLS_ERR_MD_FEATURE_UNAVAILABLE; }
-static int dhm_unavailable(void) { return MBEDTLS_ERR_DHM_BAD_INPUT_DATA; }
-static int ssl_unavailable(void) { return MBEDTLS_ERR_SSL_FEATURE_UNAVAILABLE; }
-static int pkcs5_unavailable(void) { return MBEDTLS_ERR_PKCS5_FEATURE_UNAVAILABLE; }
-static int pkcs12_unavailable(void) { return MBEDTLS_ERR_PKCS12_FEATURE_UNAVAILABLE; }
-static void nothing(void) { }
-#define TRIM_VOID(fn) void fn(void) __attribute__((alias("nothing")));
 
 /*
  * Ciphers of no suite offered: 3DES/DES (also PEM keys encrypted with it,
