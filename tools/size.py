@@ -25,6 +25,7 @@ COMPONENTS = [
     ("zlib, xz, bzip2, zstd", r"/lib(z|lzma|bz2|zstd)\.a\("),
     ("nghttp2", r"/libnghttp2\.a\("),
     ("nanopb runtime", r"/libprotobuf-nanopb\.a\("),
+    ("libiberty (C++/Rust demangler)", r"/libiberty\.a\("),
     ("mbedTLS", r"/libmbed(tls|x509|crypto)\.a\("),
     ("OpenSSL", r"/lib(ssl|crypto)\.a\("),
     ("glibc + libgcc", r"/(libc|libm|libpthread|libgcc|libgcc_eh|libdl|librt)(-[0-9.]+)?\.a\(|/crt[^/]*\.o$"),
