@@ -58,8 +58,11 @@ CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missin
 CFLAGS     += -ffunction-sections -fdata-sections -flto=auto -ffat-lto-objects
 LDFLAGS    += -Wl,--gc-sections -flto=auto -O2
 # -Os where speed is not at stake: the command line and doctor, and the SkyWalking agent (it
-# waits on the network; its snapshots are read by the profilers' own code, built -O2).
+# waits on the network; its snapshots are read by the profilers' own code, built -O2), the
+# option parsing and config file, the kernel probes run once at start, pinning, and the SVG
+# written once at the end.  Sampling, symbolization, unwinding and pprof encoding stay -O2.
 $(BUILD)/user/cmd/%.o $(BUILD)/user/skywalking/%.o: CFLAGS += -Os
+$(addprefix $(BUILD)/user/,lib/cli.o lib/config.o core/kernel_features.o core/pin.o export/export_svg.o): CFLAGS += -Os
 # Plain code: the linker must see these definitions as they are, before the libraries.
 $(TRIM_OBJ): CFLAGS += -fno-lto
 AR         := gcc-ar
@@ -96,12 +99,15 @@ $(LIB): $(LIB_OBJS)
 $(BUILD)/%.bpf.o: %.bpf.c $(wildcard bpf/*.h bpf/*/*.h) vmlinux/vmlinux.h | $(BUILD)
 	$(call msg,BPF,$<)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
-	@# DWARF is only for debugging; BTF (kept) is what CO-RE and bpftool need.
-	$(Q)$(LLVM_STRIP) -g $@
+	@# DWARF is only for debugging; BTF (kept) is what CO-RE and bpftool need.  libbpf skips
+	@# the relocations of .BTF and .BTF.ext (their targets hold no instructions) and .llvm_addrsig.
+	$(Q)$(LLVM_STRIP) -g -R .rel.BTF -R .rel.BTF.ext -R .llvm_addrsig $@
 
-$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+# The skeleton embeds the object xz-compressed (tools/skel-xz.py, user/lib/bpf_xz.c); the
+# stream is also left in build/NAME.bpf.xz for `make size`.
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o tools/skel-xz.py
 	$(call msg,SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf | $(PY3) tools/skel-xz.py $< $(BUILD)/$*.bpf.xz > $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/gen/%.pb.c $(BUILD)/gen/%.pb.h: proto/%.proto $(wildcard proto/*.options proto/*/*.options proto/*/*/*.options)
 	@mkdir -p $(BUILD)/gen

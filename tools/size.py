@@ -5,10 +5,11 @@
 Reads the GNU ld map of the static link (build/aperture.map, written by
 `make aperture`) and counts every input section kept in an allocated output
 section that has file contents (.bss is listed apart: it costs memory, not
-disk).  The embedded BPF objects are string literals inside our own .rodata:
-they are found byte for byte in the binary and moved out of "aperture".
+disk).  The embedded BPF objects are string literals inside our own .rodata,
+xz streams (tools/skel-xz.py, kept as build/NAME.bpf.xz): they are found byte
+for byte in the binary and moved out of "aperture".
 
-usage: tools/size.py [MAP [BINARY [BPF_OBJECT...]]]
+usage: tools/size.py [MAP [BINARY [EMBEDDED_BLOB...]]]
 """
 import os
 import re
@@ -24,6 +25,7 @@ COMPONENTS = [
     ("zlib, xz, bzip2, zstd", r"/lib(z|lzma|bz2|zstd)\.a\("),
     ("nghttp2", r"/libnghttp2\.a\("),
     ("nanopb runtime", r"/libprotobuf-nanopb\.a\("),
+    ("libiberty (C++/Rust demangler)", r"/libiberty\.a\("),
     ("mbedTLS", r"/libmbed(tls|x509|crypto)\.a\("),
     ("OpenSSL", r"/lib(ssl|crypto)\.a\("),
     ("glibc + libgcc", r"/(libc|libm|libpthread|libgcc|libgcc_eh|libdl|librt)(-[0-9.]+)?\.a\(|/crt[^/]*\.o$"),
@@ -109,13 +111,20 @@ def main():
     map_path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(top, "build/aperture.map")
     binary = sys.argv[2] if len(sys.argv) > 2 else os.path.join(top, "build/aperture.unstripped")
     objects = sys.argv[3:] or sorted(os.path.join(top, "build", f) for f in os.listdir(os.path.join(top, "build"))
-                                     if f.endswith(".bpf.o"))
+                                     if f.endswith(".bpf.xz"))
     progbits, nobits = file_sections(binary)
     sizes = parse_map(map_path, progbits, nobits)
     bpf_bytes, bpf_copies = embedded_bpf(binary, objects)
     ours = sizes.setdefault("aperture (our code)", [0, 0])
     ours[0] -= bpf_bytes
-    sizes["embedded BPF objects (%d in %d copies)" % (len(objects), bpf_copies)] = [bpf_bytes, 0]
+    raw = sum(os.path.getsize(o[:-len(".xz")] + ".o") for o in objects if o.endswith(".bpf.xz")
+              and os.path.exists(o[:-len(".xz")] + ".o"))
+    label = "embedded BPF objects (%d in %d copies)" % (len(objects), bpf_copies)
+    if raw:
+        label = "embedded BPF objects (%d, xz of %d KB)" % (len(objects), raw // 1000)
+        if bpf_copies != len(objects):
+            label += " %d copies" % bpf_copies
+    sizes[label] = [bpf_bytes, 0]
     stripped = os.path.join(top, "aperture")
     counted = sum(v[0] for v in sizes.values())
     print("%-40s %10s %8s" % ("component", "bytes", "bss"))

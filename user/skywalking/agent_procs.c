@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <ifaddrs.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 #include "agent_internal.h"
 #include "elfsyms.h"
+#include "globmatch.h"
 
 /* A small /proc (or token) file into @buf, NUL-terminated: its length or -errno. */
 ssize_t read_small(const char *path, char *buf, size_t size)
@@ -83,8 +83,7 @@ static const char *base_name(const char *path)
 /* --exe-pattern's match: the executable's path or name, or the comm. */
 static bool exe_matches(const char *glob, const char *exe, const char *comm)
 {
-	return (*exe && (!fnmatch(glob, exe, 0) || !fnmatch(glob, base_name(exe), 0))) ||
-	       !fnmatch(glob, comm, 0);
+	return (*exe && (glob_match(glob, exe) || glob_match(glob, base_name(exe)))) || glob_match(glob, comm);
 }
 
 static bool exe_selected(const struct agent_opts *o, const char *exe, const char *comm)
