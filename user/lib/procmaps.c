@@ -5,16 +5,12 @@
 #include <unistd.h>
 #include "procmaps.h"
 
-bool proc_mapped_file(int pid, bool (*match)(const char *path), char *path, size_t len)
+/* proc_mapped_file's search of @f, @pid's maps (or, for the fuzzer, any bytes). */
+static bool mapped_file_in(FILE *f, int pid, bool (*match)(const char *path), char *path, size_t len)
 {
-	char maps[64], line[PATH_MAX + 256];
+	char line[PATH_MAX + 256];
 	bool found = false;
-	FILE *f;
 
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
-	f = fopen(maps, "re");
-	if (!f)
-		return false;
 	while (!found && fgets(line, sizeof(line), f)) {
 		char *file = strchr(line, '/');
 
@@ -23,6 +19,20 @@ bool proc_mapped_file(int pid, bool (*match)(const char *path), char *path, size
 		file[strcspn(file, "\n")] = 0;
 		found = match(file) && snprintf(path, len, "/proc/%d/root%s", pid, file) < (int)len;
 	}
+	return found;
+}
+
+bool proc_mapped_file(int pid, bool (*match)(const char *path), char *path, size_t len)
+{
+	char maps[64];
+	bool found;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return false;
+	found = mapped_file_in(f, pid, match, path, len);
 	fclose(f);
 	return found;
 }

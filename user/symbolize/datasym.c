@@ -19,19 +19,14 @@ struct file_map {
 /*
  * The file mapped nearest below @addr (its .bss lies in the anonymous mapping
  * right after its last file mapping) and that file's offset-0 mapping, which
- * gives the load bias.
+ * gives the load bias: from @f, a /proc/PID/maps (or, for the fuzzer, any bytes).
  */
-static int find_maps(uint32_t tgid, uint64_t addr, struct file_map *below, struct file_map *base)
+static int find_maps_in(FILE *f, uint64_t addr, struct file_map *below, struct file_map *base)
 {
-	char path[64], line[PATH_MAX + 128];
+	char line[PATH_MAX + 128];
 	struct file_map m;
 	bool found = false;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %4095s", &m.start, &m.end,
 			   &m.offset, m.path) != 4 || m.path[0] != '/' || m.start > addr)
@@ -47,8 +42,22 @@ static int find_maps(uint32_t tgid, uint64_t addr, struct file_map *below, struc
 			break;
 		}
 	}
-	fclose(f);
 	return found && base->path[0] ? 0 : -ENOENT;
+}
+
+static int find_maps(uint32_t tgid, uint64_t addr, struct file_map *below, struct file_map *base)
+{
+	char path[64];
+	FILE *f;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	err = find_maps_in(f, addr, below, base);
+	fclose(f);
+	return err;
 }
 
 /* The lowest PT_LOAD's address less its file offset: what maps to file offset 0. */
