@@ -299,6 +299,12 @@ def crafted_scan():
     return elf([(".eh_frame", SHT_PROGBITS, 0x2000, frame + first, 0, 0)], entry=0x1000)
 
 
+def regress_fde_end_wrap():
+    """An .eh_frame_hdr entry 8 bytes below an .eh_frame at address 0 (fde_end's off + 16 wrapped)."""
+    table = eh_frame_hdr(0, 0, [(0x1000, -8)])
+    return elf([(".eh_frame", SHT_PROGBITS, 0, b"\0" * 0x40, 0, 0, 0), (".eh_frame_hdr", SHT_PROGBITS, 0, table, 0, 0)])
+
+
 def own_vdso():
     for line in own_maps().decode().splitlines():
         if line.endswith("[vdso]"):
@@ -315,6 +321,7 @@ def elf_seeds(top):
             write(top, "elf", name, body)
     write(top, "elf", "crafted-hdr", crafted_unwind())
     write(top, "elf", "crafted-scan", crafted_scan())
+    write(top, "elf", "regress-fde-end-wrap", regress_fde_end_wrap())
     vdso = own_vdso()
     if vdso:
         write(top, "elf", "vdso", vdso)

@@ -272,7 +272,8 @@ static uint64_t fde_end(Elf_Data *eh, uint64_t eh_vaddr, uint64_t fde_vaddr, uin
 	int32_t begin_rel;
 	uint32_t length, range;
 
-	if (fde_vaddr < eh_vaddr || off + 16 > eh->d_size)
+	/* off + 16 could wrap (an .eh_frame at address 0, an entry just below it): compare without adding. */
+	if (fde_vaddr < eh_vaddr || off > eh->d_size || eh->d_size - off < 16)
 		return 0;
 	memcpy(&length, fde + off, 4);
 	if (length == 0xffffffff || length < 12)
