@@ -305,6 +305,12 @@ def regress_fde_end_wrap():
     return elf([(".eh_frame", SHT_PROGBITS, 0, b"\0" * 0x40, 0, 0, 0), (".eh_frame_hdr", SHT_PROGBITS, 0, table, 0, 0)])
 
 
+def regress_cie_absptr_32():
+    """A 32-bit file's CIE "zPR", P absptr: 4 bytes to libdw, 8 to cie_fde_encoding (read past the CIE)."""
+    frame = cie(b"zPR", b"\x00" + struct.pack("<I", 0x1234) + b"\x1b", b"")
+    return elf([(".eh_frame", SHT_PROGBITS, 0x2000, frame, 0, 0)], bits=32)
+
+
 def own_vdso():
     for line in own_maps().decode().splitlines():
         if line.endswith("[vdso]"):
@@ -322,6 +328,7 @@ def elf_seeds(top):
     write(top, "elf", "crafted-hdr", crafted_unwind())
     write(top, "elf", "crafted-scan", crafted_scan())
     write(top, "elf", "regress-fde-end-wrap", regress_fde_end_wrap())
+    write(top, "elf", "regress-cie-absptr-32", regress_cie_absptr_32())
     vdso = own_vdso()
     if vdso:
         write(top, "elf", "vdso", vdso)

@@ -313,10 +313,16 @@ static int64_t eh_pe_value(const uint8_t *p, uint8_t enc)
 	}
 }
 
-/* The FDE pointer encoding a CIE's augmentation ("zR", "zPLR", ...) names; absptr without 'z'. */
+/*
+ * The FDE pointer encoding a CIE's augmentation ("zR", "zPLR", ...) names;
+ * absptr without 'z'.  Every read stays inside the augmentation data: libdw
+ * checked it against its own idea of a 'P' pointer's size, which differs
+ * from ours for absptr in a 32-bit file (4 bytes, not 8).
+ */
 static int cie_fde_encoding(const Dwarf_CIE *cie)
 {
 	const uint8_t *data = cie->augmentation_data;
+	const uint8_t *end = data + cie->augmentation_data_size;
 	const char *aug = cie->augmentation;
 
 	if (!aug || aug[0] != 'z')
@@ -326,14 +332,16 @@ static int cie_fde_encoding(const Dwarf_CIE *cie)
 
 		switch (*c) {
 		case 'R':
-			return *data;
+			return data < end ? *data : -1;
 		case 'P':
-			size = eh_pe_size(*data);
-			if (!size)
+			size = data < end ? eh_pe_size(*data) : 0;
+			if (!size || (size_t)(end - data) < 1 + size)
 				return -1;
 			data += 1 + size;
 			break;
 		case 'L':
+			if (data == end)
+				return -1;
 			data++;
 			break;
 		case 'S': case 'B':
