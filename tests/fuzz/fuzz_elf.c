@@ -56,8 +56,12 @@ static void unwinder_and_data_reads(const uint8_t *data, size_t size)
 		return;
 	}
 	if (elf_kind(e) == ELF_K_ELF) {
-		if (cfi_table_build(e, &t) == 0)
+		if (cfi_table_build(e, &t) == 0) {
+			/* Per function: its bounded rows, a gap row, the entry point's row. */
+			if (t.nrows > t.nfdes * (CFI_MAX_FUNCTION_ROWS + 2))
+				abort();
 			cfi_table_free(&t);
+		}
 		if (first_load_vaddr(e, &first_vaddr)) {
 			find_object(e, SHT_SYMTAB, first_vaddr, name, sizeof(name));
 			find_object(e, SHT_DYNSYM, first_vaddr + 0x1000, name, sizeof(name));

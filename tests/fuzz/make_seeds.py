@@ -311,6 +311,13 @@ def regress_cie_absptr_32():
     return elf([(".eh_frame", SHT_PROGBITS, 0x2000, frame, 0, 0)], bits=32)
 
 
+def regress_many_rows(rows=2000):
+    """One function of @rows rows (CFA rsp+16, rsp+8, ... a byte apart): libdw's replay made it quadratic."""
+    frame = cie()
+    body = fde(0, len(frame), 0x2000, 0x1000, rows + 16, b"\x41\x0e\x10\x41\x0e\x08" * (rows // 2))
+    return elf([(".eh_frame", SHT_PROGBITS, 0x2000, frame + body, 0, 0)])
+
+
 def own_vdso():
     for line in own_maps().decode().splitlines():
         if line.endswith("[vdso]"):
@@ -329,6 +336,7 @@ def elf_seeds(top):
     write(top, "elf", "crafted-scan", crafted_scan())
     write(top, "elf", "regress-fde-end-wrap", regress_fde_end_wrap())
     write(top, "elf", "regress-cie-absptr-32", regress_cie_absptr_32())
+    write(top, "elf", "regress-many-rows", regress_many_rows())
     vdso = own_vdso()
     if vdso:
         write(top, "elf", "vdso", vdso)

@@ -173,7 +173,10 @@ static int row_push(struct cfi_table *t, size_t *cap, uint64_t pc, const struct 
 	return 0;
 }
 
-/* Rows of the function starting at @start, up to @limit (the next function), then a gap row. */
+/*
+ * Rows of the function starting at @start, up to @limit (the next function)
+ * and CFI_MAX_FUNCTION_ROWS, then a gap row.
+ */
 static int rows_of_function(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, struct cfi_table *t,
 			    size_t *cap)
 {
@@ -181,7 +184,7 @@ static int rows_of_function(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, stru
 	uint64_t addr = start;
 	int err = 0;
 
-	while (addr < limit && !err) {
+	for (int n = 0; addr < limit && !err && n < CFI_MAX_FUNCTION_ROWS; n++) {
 		Dwarf_Frame *frame;
 		Dwarf_Addr lo, hi;
 		bool signal = false;
@@ -203,6 +206,26 @@ static int rows_of_function(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, stru
 }
 
 /*
+ * The end of the FDE whose first row ends at @hi: its last row's end, found by
+ * walking its rows, up to @limit and as many rows as a function's at most.
+ */
+static Dwarf_Addr fde_rows_end(Dwarf_CFI *cfi, Dwarf_Addr hi, uint64_t limit)
+{
+	Dwarf_Frame *frame;
+
+	for (int n = 1; hi < limit && n < CFI_MAX_FUNCTION_ROWS && !dwarf_cfi_addrframe(cfi, hi, &frame); n++) {
+		Dwarf_Addr lo, next_hi;
+
+		dwarf_frame_info(frame, &lo, &next_hi, NULL);
+		free(frame);
+		if (next_hi <= hi)
+			break;
+		hi = next_hi;
+	}
+	return hi;
+}
+
+/*
  * The entry point (_start, of a program or of ld.so) is the outermost frame
  * whatever its CFI says: above it are argc and argv, not a return address.
  * (glibc's _start marks its return address undefined; ld.so's does not.)
@@ -210,6 +233,7 @@ static int rows_of_function(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, stru
 static int rows_of_entry(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, struct cfi_table *t, size_t *cap)
 {
 	static const struct unwind_row outermost = { .cfa_rule = UNWIND_CFA_END };
+	static const struct unwind_row gap = { .cfa_rule = UNWIND_CFA_NONE };
 	Dwarf_Frame *frame;
 	Dwarf_Addr lo, hi;
 	int err;
@@ -219,21 +243,10 @@ static int rows_of_entry(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, struct 
 	dwarf_frame_info(frame, &lo, &hi, NULL);
 	free(frame);
 	err = row_push(t, cap, start, &outermost);
-	/* The FDE's end: its last row's end, found by walking its rows. */
-	while (!err && hi < limit && !dwarf_cfi_addrframe(cfi, hi, &frame)) {
-		Dwarf_Addr next_lo, next_hi;
-
-		dwarf_frame_info(frame, &next_lo, &next_hi, NULL);
-		free(frame);
-		if (next_hi <= hi)
-			break;
-		hi = next_hi;
-	}
-	if (!err && hi < limit) {
-		static const struct unwind_row gap = { .cfa_rule = UNWIND_CFA_NONE };
-
+	if (!err)
+		hi = fde_rows_end(cfi, hi, limit);
+	if (!err && hi < limit)
 		err = row_push(t, cap, hi, &gap);
-	}
 	return err;
 }
 
