@@ -128,6 +128,12 @@ MAPS_ODD = """7f0000000000-7f0000001000 r-xp 00000000 00:01 77                  
 """
 
 
+# A path deeper than PATH_MAX (a directory chain, opened step by step): a reader with a fixed
+# buffer read the rest of the line as a line of its own, naming "/libc.so.6" in the middle.
+MAPS_LONG_LINE = ("7f0000000000-7f0000001000 r-xp 00000000 08:01 1 /" + "d/" * 2300 + "lib/libc.so.6\n" +
+                  "7f0000001000-7f0000002000 r-xp 00000000 08:01 2 /usr/lib/x86_64-linux-gnu/libc.so.6\n")
+
+
 def own_maps(lines=None):
     with open("/proc/self/maps", "rb") as f:
         return b"".join(f.readlines()[:lines])
@@ -137,6 +143,7 @@ def maps_seeds(top):
     write(top, "maps", "typical", MAPS_TYPICAL)
     write(top, "maps", "odd", MAPS_ODD)
     write(top, "maps", "self", own_maps(40))
+    write(top, "maps", "regress-long-line", MAPS_LONG_LINE)
 
 
 def perfmap_seeds(top):

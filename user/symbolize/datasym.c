@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "datasym.h"
@@ -21,27 +22,38 @@ struct file_map {
  * right after its last file mapping) and that file's offset-0 mapping, which
  * gives the load bias: from @f, a /proc/PID/maps (or, for the fuzzer, any bytes).
  */
+/* One maps line: start, end, offset and the path (its first word).  False for other lines. */
+static bool parse_file_map(const char *line, struct file_map *m)
+{
+	return sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %4095s", &m->start, &m->end,
+		      &m->offset, m->path) == 4;
+}
+
+/*
+ * Lines by getline: a file name may be longer than any fixed buffer, and the
+ * rest of a line cut in two would be read as a line of its own.
+ */
 static int find_maps_in(FILE *f, uint64_t addr, struct file_map *below, struct file_map *base)
 {
-	char line[PATH_MAX + 128];
 	struct file_map m;
 	bool found = false;
+	char *line = NULL;
+	size_t cap = 0;
 
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %4095s", &m.start, &m.end,
-			   &m.offset, m.path) != 4 || m.path[0] != '/' || m.start > addr)
+	while (getline(&line, &cap, f) > 0) {
+		if (!parse_file_map(line, &m) || m.path[0] != '/' || m.start > addr)
 			continue;
 		*below = m;
 		found = true;
 	}
 	rewind(f);
-	while (found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %4095s", &m.start, &m.end,
-			   &m.offset, m.path) == 4 && m.offset == 0 && strcmp(m.path, below->path) == 0) {
+	while (found && getline(&line, &cap, f) > 0) {
+		if (parse_file_map(line, &m) && m.offset == 0 && strcmp(m.path, below->path) == 0) {
 			*base = m;
 			break;
 		}
 	}
+	free(line);
 	return found && base->path[0] ? 0 : -ENOENT;
 }
 
