@@ -411,7 +411,7 @@ static int parse_map(struct symbolizer *sym, uint32_t tgid, char *line, struct p
 {
 	unsigned int major, minor;
 	uint64_t ino;
-	char perms[5];
+	char perms[5] = "";	/* a perms word shorter than 3 leaves perms[2] unwritten */
 	int pos = 0;
 
 	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",

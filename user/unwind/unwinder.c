@@ -477,7 +477,7 @@ static bool mapping_from_line(struct unwinder *u, uint32_t tgid, char *line, str
 {
 	uint64_t start, end, offset, ino;
 	unsigned int major, minor;
-	char perms[5];
+	char perms[5] = "";	/* a perms word shorter than 3 leaves perms[2] unwritten */
 	const char *path;
 	struct unwind_file *f = NULL;
 	int pos = 0;
