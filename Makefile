@@ -76,7 +76,7 @@ export APERTURE_LDLIBS := $(LDLIBS)
 .DELETE_ON_ERROR:
 # Generated sources and skeletons are kept (no intermediate-file deletion).
 .SECONDARY:
-.PHONY: all deps run test test-unit test-kernels bench clean vmlinux size
+.PHONY: all deps run test test-unit test-kernels bench clean vmlinux size fuzz
 
 all: aperture
 
@@ -150,6 +150,16 @@ test: deps aperture
 test-kernels: deps aperture
 	@bash tools/deps.sh --kernels
 	bash tools/test-kernels.sh $(KERNELS)
+
+# libFuzzer (clang -fsanitize=fuzzer,address,undefined) on every parser of outside input
+# (tests/fuzz, README "Fuzzing"): each target FUZZ_SECONDS from its seed corpus, one at a time;
+# FUZZ_TARGETS="elf maps" runs only those.  New inputs go to build/fuzz/corpus, crashes to
+# build/fuzz/crashes.  Not part of `make test`, which replays the corpora (tests/unit/fuzz.t).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+fuzz: aperture
+	bash tests/fuzz/build.sh $(BUILD)/fuzz $(FUZZ_TARGETS)
+	bash tests/fuzz/run.sh $(BUILD)/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # Bytes of the stripped binary by component (our code, libbpf, elfutils, ..., embedded BPF objects).
 size: aperture

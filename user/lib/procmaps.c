@@ -1,21 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
-#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "procmaps.h"
 
-bool proc_mapped_file(int pid, bool (*match)(const char *path), char *path, size_t len)
+/*
+ * proc_mapped_file's search of @f, @pid's maps (or, for the fuzzer, any
+ * bytes).  Lines by getline: a file name may be longer than any fixed
+ * buffer, and the rest of a line cut in two would be read as a line of its
+ * own, naming a file from the middle of another's name.
+ */
+static bool mapped_file_in(FILE *f, int pid, bool (*match)(const char *path), char *path, size_t len)
 {
-	char maps[64], line[PATH_MAX + 256];
 	bool found = false;
-	FILE *f;
+	char *line = NULL;
+	size_t cap = 0;
 
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
-	f = fopen(maps, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
+	while (!found && getline(&line, &cap, f) > 0) {
 		char *file = strchr(line, '/');
 
 		if (!file)
@@ -23,6 +25,21 @@ bool proc_mapped_file(int pid, bool (*match)(const char *path), char *path, size
 		file[strcspn(file, "\n")] = 0;
 		found = match(file) && snprintf(path, len, "/proc/%d/root%s", pid, file) < (int)len;
 	}
+	free(line);
+	return found;
+}
+
+bool proc_mapped_file(int pid, bool (*match)(const char *path), char *path, size_t len)
+{
+	char maps[64];
+	bool found;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return false;
+	found = mapped_file_in(f, pid, match, path, len);
 	fclose(f);
 	return found;
 }

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "datasym.h"
@@ -19,36 +20,56 @@ struct file_map {
 /*
  * The file mapped nearest below @addr (its .bss lies in the anonymous mapping
  * right after its last file mapping) and that file's offset-0 mapping, which
- * gives the load bias.
+ * gives the load bias: from @f, a /proc/PID/maps (or, for the fuzzer, any bytes).
  */
-static int find_maps(uint32_t tgid, uint64_t addr, struct file_map *below, struct file_map *base)
+/* One maps line: start, end, offset and the path (its first word).  False for other lines. */
+static bool parse_file_map(const char *line, struct file_map *m)
 {
-	char path[64], line[PATH_MAX + 128];
+	return sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %4095s", &m->start, &m->end,
+		      &m->offset, m->path) == 4;
+}
+
+/*
+ * Lines by getline: a file name may be longer than any fixed buffer, and the
+ * rest of a line cut in two would be read as a line of its own.
+ */
+static int find_maps_in(FILE *f, uint64_t addr, struct file_map *below, struct file_map *base)
+{
 	struct file_map m;
 	bool found = false;
-	FILE *f;
+	char *line = NULL;
+	size_t cap = 0;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %4095s", &m.start, &m.end,
-			   &m.offset, m.path) != 4 || m.path[0] != '/' || m.start > addr)
+	while (getline(&line, &cap, f) > 0) {
+		if (!parse_file_map(line, &m) || m.path[0] != '/' || m.start > addr)
 			continue;
 		*below = m;
 		found = true;
 	}
 	rewind(f);
-	while (found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %4095s", &m.start, &m.end,
-			   &m.offset, m.path) == 4 && m.offset == 0 && strcmp(m.path, below->path) == 0) {
+	while (found && getline(&line, &cap, f) > 0) {
+		if (parse_file_map(line, &m) && m.offset == 0 && strcmp(m.path, below->path) == 0) {
 			*base = m;
 			break;
 		}
 	}
-	fclose(f);
+	free(line);
 	return found && base->path[0] ? 0 : -ENOENT;
+}
+
+static int find_maps(uint32_t tgid, uint64_t addr, struct file_map *below, struct file_map *base)
+{
+	char path[64];
+	FILE *f;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	err = find_maps_in(f, addr, below, base);
+	fclose(f);
+	return err;
 }
 
 /* The lowest PT_LOAD's address less its file offset: what maps to file offset 0. */

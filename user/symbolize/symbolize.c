@@ -411,7 +411,7 @@ static int parse_map(struct symbolizer *sym, uint32_t tgid, char *line, struct p
 {
 	unsigned int major, minor;
 	uint64_t ino;
-	char perms[5];
+	char perms[5] = "";	/* a perms word shorter than 3 leaves perms[2] unwritten */
 	int pos = 0;
 
 	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
@@ -432,18 +432,14 @@ static int parse_map(struct symbolizer *sym, uint32_t tgid, char *line, struct p
 	return 1;
 }
 
-static int maps_read(struct symbolizer *sym, uint32_t tgid, struct proc_map **out, size_t *nout)
+/* The executable mappings of @tgid from @f, its /proc/PID/maps (or, for the fuzzer, any bytes). */
+static int maps_parse(struct symbolizer *sym, uint32_t tgid, FILE *f, struct proc_map **out, size_t *nout)
 {
 	struct proc_map *maps = NULL, *grown;
 	size_t n = 0, cap = 0, lcap = 0;
-	char path[64], *line = NULL;
+	char *line = NULL;
 	int ret = 0;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
 	while (ret >= 0 && getline(&line, &lcap, f) > 0) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 32;
@@ -459,7 +455,6 @@ static int maps_read(struct symbolizer *sym, uint32_t tgid, struct proc_map **ou
 			n++;
 	}
 	free(line);
-	fclose(f);
 	if (ret >= 0 && !n)
 		ret = -ESRCH;	/* exited (zombie) or a kernel thread */
 	if (ret < 0) {
@@ -469,6 +464,21 @@ static int maps_read(struct symbolizer *sym, uint32_t tgid, struct proc_map **ou
 	*out = maps;
 	*nout = n;
 	return 0;
+}
+
+static int maps_read(struct symbolizer *sym, uint32_t tgid, struct proc_map **out, size_t *nout)
+{
+	char path[64];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	ret = maps_parse(sym, tgid, f, out, nout);
+	fclose(f);
+	return ret;
 }
 
 static struct proc_map *maps_find(struct proc_map *maps, size_t n, uint64_t addr)
@@ -563,22 +573,29 @@ static int perf_map_line(struct symtab *tab, char *line, uint32_t lineno)
 	return symtab_add(tab, start, size, end, UINT32_MAX - lineno);
 }
 
-static void perf_map_read(struct proc *p)
+/* Replaces @jit with the symbols of @f, a perf map (or, for the fuzzer, any bytes). */
+static void perf_map_parse(struct symtab *jit, FILE *f)
 {
 	char *line = NULL;
 	uint32_t lineno = 0;
 	size_t cap = 0;
+
+	symtab_free(jit);
+	while (getline(&line, &cap, f) > 0 && jit->nsyms < MAX_JIT_SYMS)
+		if (perf_map_line(jit, line, ++lineno))
+			break;
+	free(line);
+	symtab_finish(jit);
+}
+
+static void perf_map_read(struct proc *p)
+{
 	FILE *f = perf_map_open(p->tgid);
 
 	if (!f)
 		return;
-	symtab_free(&p->jit);
-	while (getline(&line, &cap, f) > 0 && p->jit.nsyms < MAX_JIT_SYMS)
-		if (perf_map_line(&p->jit, line, ++lineno))
-			break;
-	free(line);
+	perf_map_parse(&p->jit, f);
 	fclose(f);
-	symtab_finish(&p->jit);
 }
 
 /* ---- processes ---- */

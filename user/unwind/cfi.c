@@ -173,7 +173,10 @@ static int row_push(struct cfi_table *t, size_t *cap, uint64_t pc, const struct 
 	return 0;
 }
 
-/* Rows of the function starting at @start, up to @limit (the next function), then a gap row. */
+/*
+ * Rows of the function starting at @start, up to @limit (the next function)
+ * and CFI_MAX_FUNCTION_ROWS, then a gap row.
+ */
 static int rows_of_function(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, struct cfi_table *t,
 			    size_t *cap)
 {
@@ -181,7 +184,7 @@ static int rows_of_function(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, stru
 	uint64_t addr = start;
 	int err = 0;
 
-	while (addr < limit && !err) {
+	for (int n = 0; addr < limit && !err && n < CFI_MAX_FUNCTION_ROWS; n++) {
 		Dwarf_Frame *frame;
 		Dwarf_Addr lo, hi;
 		bool signal = false;
@@ -203,6 +206,26 @@ static int rows_of_function(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, stru
 }
 
 /*
+ * The end of the FDE whose first row ends at @hi: its last row's end, found by
+ * walking its rows, up to @limit and as many rows as a function's at most.
+ */
+static Dwarf_Addr fde_rows_end(Dwarf_CFI *cfi, Dwarf_Addr hi, uint64_t limit)
+{
+	Dwarf_Frame *frame;
+
+	for (int n = 1; hi < limit && n < CFI_MAX_FUNCTION_ROWS && !dwarf_cfi_addrframe(cfi, hi, &frame); n++) {
+		Dwarf_Addr lo, next_hi;
+
+		dwarf_frame_info(frame, &lo, &next_hi, NULL);
+		free(frame);
+		if (next_hi <= hi)
+			break;
+		hi = next_hi;
+	}
+	return hi;
+}
+
+/*
  * The entry point (_start, of a program or of ld.so) is the outermost frame
  * whatever its CFI says: above it are argc and argv, not a return address.
  * (glibc's _start marks its return address undefined; ld.so's does not.)
@@ -210,6 +233,7 @@ static int rows_of_function(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, stru
 static int rows_of_entry(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, struct cfi_table *t, size_t *cap)
 {
 	static const struct unwind_row outermost = { .cfa_rule = UNWIND_CFA_END };
+	static const struct unwind_row gap = { .cfa_rule = UNWIND_CFA_NONE };
 	Dwarf_Frame *frame;
 	Dwarf_Addr lo, hi;
 	int err;
@@ -219,21 +243,10 @@ static int rows_of_entry(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, struct 
 	dwarf_frame_info(frame, &lo, &hi, NULL);
 	free(frame);
 	err = row_push(t, cap, start, &outermost);
-	/* The FDE's end: its last row's end, found by walking its rows. */
-	while (!err && hi < limit && !dwarf_cfi_addrframe(cfi, hi, &frame)) {
-		Dwarf_Addr next_lo, next_hi;
-
-		dwarf_frame_info(frame, &next_lo, &next_hi, NULL);
-		free(frame);
-		if (next_hi <= hi)
-			break;
-		hi = next_hi;
-	}
-	if (!err && hi < limit) {
-		static const struct unwind_row gap = { .cfa_rule = UNWIND_CFA_NONE };
-
+	if (!err)
+		hi = fde_rows_end(cfi, hi, limit);
+	if (!err && hi < limit)
 		err = row_push(t, cap, hi, &gap);
-	}
 	return err;
 }
 
@@ -272,7 +285,8 @@ static uint64_t fde_end(Elf_Data *eh, uint64_t eh_vaddr, uint64_t fde_vaddr, uin
 	int32_t begin_rel;
 	uint32_t length, range;
 
-	if (fde_vaddr < eh_vaddr || off + 16 > eh->d_size)
+	/* off + 16 could wrap (an .eh_frame at address 0, an entry just below it): compare without adding. */
+	if (fde_vaddr < eh_vaddr || off > eh->d_size || eh->d_size - off < 16)
 		return 0;
 	memcpy(&length, fde + off, 4);
 	if (length == 0xffffffff || length < 12)
@@ -312,10 +326,16 @@ static int64_t eh_pe_value(const uint8_t *p, uint8_t enc)
 	}
 }
 
-/* The FDE pointer encoding a CIE's augmentation ("zR", "zPLR", ...) names; absptr without 'z'. */
+/*
+ * The FDE pointer encoding a CIE's augmentation ("zR", "zPLR", ...) names;
+ * absptr without 'z'.  Every read stays inside the augmentation data: libdw
+ * checked it against its own idea of a 'P' pointer's size, which differs
+ * from ours for absptr in a 32-bit file (4 bytes, not 8).
+ */
 static int cie_fde_encoding(const Dwarf_CIE *cie)
 {
 	const uint8_t *data = cie->augmentation_data;
+	const uint8_t *end = data + cie->augmentation_data_size;
 	const char *aug = cie->augmentation;
 
 	if (!aug || aug[0] != 'z')
@@ -325,14 +345,16 @@ static int cie_fde_encoding(const Dwarf_CIE *cie)
 
 		switch (*c) {
 		case 'R':
-			return *data;
+			return data < end ? *data : -1;
 		case 'P':
-			size = eh_pe_size(*data);
-			if (!size)
+			size = data < end ? eh_pe_size(*data) : 0;
+			if (!size || (size_t)(end - data) < 1 + size)
 				return -1;
 			data += 1 + size;
 			break;
 		case 'L':
+			if (data == end)
+				return -1;
 			data++;
 			break;
 		case 'S': case 'B':

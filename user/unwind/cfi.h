@@ -22,6 +22,15 @@ struct cfi_table {
 };
 
 /*
+ * The rows read from one function at most.  libdw replays an FDE's program
+ * from its start for every address asked, so a function of n rows costs
+ * n^2/2 steps: a hostile binary's FDE of 64k rows held the table builder for
+ * seconds, and one of a million for hours.  Real code has far fewer (the most
+ * in libLLVM-14, 110 MB: 574).  Past the bound, a gap row: the walk stops there.
+ */
+#define CFI_MAX_FUNCTION_ROWS 1024
+
+/*
  * Builds @t from the ELF @elf.  Returns 0, -ENOENT when the file has no
  * .eh_frame/.eh_frame_hdr the walk can use, -ERANGE when its addresses do not
  * fit the rows' 32 bits, or -ENOMEM.  @t is empty but safe to free on error.

@@ -477,7 +477,7 @@ static bool mapping_from_line(struct unwinder *u, uint32_t tgid, char *line, str
 {
 	uint64_t start, end, offset, ino;
 	unsigned int major, minor;
-	char perms[5];
+	char perms[5] = "";	/* a perms word shorter than 3 leaves perms[2] unwritten */
 	const char *path;
 	struct unwind_file *f = NULL;
 	int pos = 0;
@@ -508,16 +508,12 @@ static bool mapping_from_line(struct unwinder *u, uint32_t tgid, char *line, str
 	return true;
 }
 
-static int proc_read(struct unwinder *u, uint32_t tgid, struct unwind_proc *proc)
+/* @proc's mappings from @f, @tgid's /proc/PID/maps (or, for the fuzzer, any bytes). */
+static int proc_parse(struct unwinder *u, uint32_t tgid, FILE *f, struct unwind_proc *proc)
 {
-	char path[64], *line = NULL;
+	char *line = NULL;
 	size_t lcap = 0;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
-	f = fopen(path, "re");
-	if (!f)
-		return -ESRCH;
 	memset(proc, 0, sizeof(*proc));
 	u->scratch_nfiles = 0;
 	u->clock++;
@@ -533,8 +529,22 @@ static int proc_read(struct unwinder *u, uint32_t tgid, struct unwind_proc *proc
 		proc->mappings[proc->nmappings++] = m;	/* /proc/PID/maps is sorted by address */
 	}
 	free(line);
-	fclose(f);
 	return proc->nmappings ? 0 : -ESRCH;	/* a kernel thread or a zombie */
+}
+
+static int proc_read(struct unwinder *u, uint32_t tgid, struct unwind_proc *proc)
+{
+	char path[64];
+	FILE *f;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	err = proc_parse(u, tgid, f, proc);
+	fclose(f);
+	return err;
 }
 
 /* ---- tracked processes ---- */
