@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +46,7 @@ struct grpc_call {
 	/* Response. */
 	struct grpc_buf in;		/* DATA bytes, still framed */
 	int http_status;
+	char content_type[64];		/* of the response headers, printable; "" if none */
 	int grpc_status;		/* -1 until a grpc-status header came */
 	char grpc_message[256];
 	int local_code;			/* -1, or a code we decided here */
@@ -610,6 +612,16 @@ static int parse_code(const uint8_t *value, size_t len)
 	return v;
 }
 
+/* A header value the server chose, fit for a log line: printable ASCII, cut to @size. */
+static void printable_copy(char *dst, size_t size, const uint8_t *src, size_t len)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && o + 1 < size; i++)
+		dst[o++] = src[i] >= 0x20 && src[i] < 0x7f ? (char)src[i] : '?';
+	dst[o] = '\0';
+}
+
 static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
 		     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
 		     void *user_data)
@@ -621,6 +633,9 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 		return 0;
 	if (namelen == 7 && !memcmp(name, ":status", 7)) {
 		call->http_status = parse_code(value, valuelen);
+	} else if (namelen == 12 && !memcmp(name, "content-type", 12) &&
+		   frame->headers.cat == NGHTTP2_HCAT_RESPONSE) {
+		printable_copy(call->content_type, sizeof(call->content_type), value, valuelen);
 	} else if (namelen == 11 && !memcmp(name, "grpc-status", 11)) {
 		code = parse_code(value, valuelen);
 		call->grpc_status = code < 0 ? GRPC_UNKNOWN : code;
@@ -628,6 +643,21 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 		percent_decode(call->grpc_message, sizeof(call->grpc_message), value, valuelen);
 	}
 	return 0;
+}
+
+/* application/grpc, application/grpc+proto, application/grpc;charset=...: a gRPC answer. */
+static bool grpc_content_type(const char *type)
+{
+	size_t n = strlen("application/grpc");
+
+	return !strncasecmp(type, "application/grpc", n) &&
+	       (type[n] == '\0' || type[n] == '+' || type[n] == ';');
+}
+
+/* Whether the response headers say gRPC; none (yet) passes: the trailers may still tell. */
+static bool grpc_answer(const struct grpc_call *call)
+{
+	return !call->content_type[0] || grpc_content_type(call->content_type);
 }
 
 static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
@@ -942,7 +972,14 @@ static void call_status(struct grpc_call *call, int pumped, struct grpc_status *
 {
 	struct grpc_channel *ch = call->ch;
 
-	if (call->local_code >= 0)
+	if (!grpc_answer(call))
+		/*
+		 * A web server or proxy answered: nothing it said (not even a
+		 * grpc-status) is the OAP's word, as gRPC's HTTP/2 protocol has it.
+		 */
+		set_status(st, http_to_grpc(call->http_status), "not a gRPC answer: HTTP status %d, content-type %s",
+			   call->http_status, call->content_type);
+	else if (call->local_code >= 0)
 		set_status(st, call->local_code, "%s", call->local_message);
 	else if (call->grpc_status >= 0) {
 		set_status(st, call->grpc_status, "%s", call->grpc_message);
