@@ -660,6 +660,29 @@ static bool grpc_answer(const struct grpc_call *call)
 	return !call->content_type[0] || grpc_content_type(call->content_type);
 }
 
+/* The length the first message's prefix gives, once it came; 0 before. */
+static size_t declared_len(const struct grpc_buf *in)
+{
+	const uint8_t *p = in->data;
+
+	if (in->len < GRPC_PREFIX_LEN)
+		return 0;
+	return (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
+}
+
+/* Gives up on a response too large to take: the server is told to stop sending it. */
+static void refuse_response(nghttp2_session *session, struct grpc_call *call, size_t len)
+{
+	call->local_code = GRPC_RESOURCE_EXHAUSTED;
+	if (len)
+		snprintf(call->local_message, sizeof(call->local_message),
+			 "response message of %zu bytes, more than the %u accepted", len, GRPC_MAX_RECV);
+	else
+		snprintf(call->local_message, sizeof(call->local_message),
+			 "response larger than %u bytes", GRPC_MAX_RECV);
+	nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, call->stream_id, NGHTTP2_CANCEL);
+}
+
 static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
 			 const uint8_t *data, size_t len, void *user_data)
 {
@@ -669,11 +692,12 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
 		return 0;
 	if (call->in.len + len > GRPC_MAX_RECV ||
 	    buf_append(&call->in.data, &call->in.len, &call->in.cap, data, len)) {
-		call->local_code = GRPC_RESOURCE_EXHAUSTED;
-		snprintf(call->local_message, sizeof(call->local_message),
-			 "response larger than %u bytes", GRPC_MAX_RECV);
-		nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+		refuse_response(session, call, 0);
+		return 0;
 	}
+	/* Said by its prefix: no need to take in 16 MiB of it first. */
+	if (grpc_answer(call) && declared_len(&call->in) > GRPC_MAX_RECV - GRPC_PREFIX_LEN)
+		refuse_response(session, call, declared_len(&call->in));
 	return 0;
 }
 
