@@ -91,12 +91,15 @@ void spool_send(struct agent *a)
 void spool_log_losses(const struct agent *a)
 {
 	if (a->spool.head) {
-		size_t pending = 0;
+		size_t pending = 0, kept = 0;
 
-		for (struct spool_batch *b = a->spool.head; b; b = b->next)
+		for (struct spool_batch *b = a->spool.head; b; b = b->next) {
 			pending += b->msgs.n;
-		log_warn("%zu profiling messages (%zu bytes) could not be sent to %s", pending,
-			 a->spool.bytes, a->o.oap);
+			kept += b->seq ? b->msgs.n : 0;
+		}
+		log_warn("%zu profiling messages (%zu bytes) could not be sent to %s%s", pending,
+			 a->spool.bytes, a->o.oap, kept == pending ? "; the ledger keeps them for the next start"
+				 : kept ? "; the ledger keeps some of them for the next start" : "");
 	}
 	if (a->spool.dropped_msgs)
 		log_warn("%" PRIu64 " profiling messages (%" PRIu64 " bytes) were dropped: the spool was full",

@@ -38,6 +38,7 @@ struct grpc_call {
 	struct grpc_channel *ch;
 	int32_t stream_id;
 	uint64_t deadline_ns;
+	unsigned int timeout_ms;	/* the deadline as asked for, to say it */
 	/* Request body: framed messages not yet handed to nghttp2. */
 	uint8_t *out;
 	size_t out_len, out_off, out_cap;
@@ -69,6 +70,9 @@ struct grpc_lookup {
 
 struct grpc_channel {
 	const volatile int *cancel;	/* see struct grpc_opts */
+	const volatile int *stop;	/* see struct grpc_opts */
+	unsigned int stop_grace_ms;
+	uint64_t stop_by_ns;		/* CLOCK_MONOTONIC; 0 until a stop is seen */
 	char *host, *port, *authority, *token;
 	struct grpc_lookup *lookup;	/* a lookup still running, or NULL */
 	unsigned int connect_timeout_ms;
@@ -193,6 +197,8 @@ struct grpc_channel *grpc_channel_new(const struct grpc_opts *opts)
 	}
 	ch->connect_timeout_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : 5000;
 	ch->cancel = opts->cancel;
+	ch->stop = opts->stop;
+	ch->stop_grace_ms = opts->stop_grace_ms ? opts->stop_grace_ms : 3000;
 	ch->backoff_initial_ms = opts->backoff_initial_ms ? opts->backoff_initial_ms : 1000;
 	ch->backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : 30000;
 	if (ch->backoff_max_ms < ch->backoff_initial_ms)
@@ -359,6 +365,27 @@ static bool cancelled(const struct grpc_channel *ch)
 	return ch->cancel && *ch->cancel;
 }
 
+/* Whether a signal may change what a wait should do: then waits are sliced. */
+static bool watched(const struct grpc_channel *ch)
+{
+	return ch->cancel || ch->stop;
+}
+
+/*
+ * @deadline_ns, or earlier once a stop was asked for: every call ends
+ * within the grace from the moment the stop is first seen, so a server that
+ * does not answer holds a stop for the grace at most, not a deadline per
+ * call.  0 (one non-blocking round) stays 0.
+ */
+static uint64_t stop_bounded(struct grpc_channel *ch, uint64_t deadline_ns)
+{
+	if (!ch->stop || !*ch->stop || !deadline_ns)
+		return deadline_ns;
+	if (!ch->stop_by_ns)
+		ch->stop_by_ns = now_ns(CLOCK_MONOTONIC) + ch->stop_grace_ms * 1000000ull;
+	return deadline_ns < ch->stop_by_ns ? deadline_ns : ch->stop_by_ns;
+}
+
 static int poll_ms_until(uint64_t deadline_ns)
 {
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
@@ -431,13 +458,13 @@ static int start_tls(struct grpc_channel *ch, uint64_t deadline_ns, struct grpc_
 				   tls_why(ch->tls));
 			return st->code;
 		}
-		wait_ms = poll_ms_until(deadline_ns);
+		wait_ms = poll_ms_until(stop_bounded(ch, deadline_ns));
 		if (wait_ms == 0) {
 			set_status(st, GRPC_UNAVAILABLE, "TLS handshake with %s: no answer in time",
 				   ch->authority);
 			return st->code;
 		}
-		if (ch->cancel && wait_ms > CANCEL_CHECK_MS)
+		if (watched(ch) && wait_ms > CANCEL_CHECK_MS)
 			wait_ms = CANCEL_CHECK_MS;
 		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR) {
 			set_status(st, GRPC_UNAVAILABLE, "TLS handshake with %s: %s", ch->authority,
@@ -796,6 +823,7 @@ static int pump(struct grpc_channel *ch, uint64_t deadline_ns, bool (*done)(cons
 
 		if (done && done(call))
 			return 0;
+		deadline_ns = stop_bounded(ch, deadline_ns);
 		rv = nghttp2_session_send(ch->session);
 		if (rv) {
 			mark_broken(ch, nghttp2_strerror(rv));
@@ -810,7 +838,7 @@ static int pump(struct grpc_channel *ch, uint64_t deadline_ns, bool (*done)(cons
 		if (nghttp2_session_want_write(ch->session))
 			pfd.events |= POLLOUT;
 		wait_ms = bytes_waiting(ch) ? 0 : poll_ms_until(deadline_ns);
-		if (ch->cancel && wait_ms > CANCEL_CHECK_MS)
+		if (watched(ch) && wait_ms > CANCEL_CHECK_MS)
 			wait_ms = CANCEL_CHECK_MS;
 		rv = bytes_waiting(ch) ? 1 : poll(&pfd, 1, wait_ms);
 		if (cancelled(ch))
@@ -912,7 +940,7 @@ static int32_t submit_request(struct grpc_channel *ch, struct grpc_call *call, c
 static int start_call(struct grpc_channel *ch, const char *path, unsigned int timeout_ms,
 		      struct grpc_call **out, struct grpc_status *st)
 {
-	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + timeout_ms * 1000000ull;
+	uint64_t deadline = stop_bounded(ch, now_ns(CLOCK_MONOTONIC) + timeout_ms * 1000000ull);
 	struct grpc_call *call;
 	int code;
 
@@ -930,6 +958,7 @@ static int start_call(struct grpc_channel *ch, const char *path, unsigned int ti
 	}
 	call->ch = ch;
 	call->deadline_ns = deadline;
+	call->timeout_ms = timeout_ms;
 	call->grpc_status = -1;
 	call->local_code = -1;
 	call->stream_id = submit_request(ch, call, path, timeout_ms);
@@ -1009,8 +1038,12 @@ static void call_status(struct grpc_call *call, int pumped, struct grpc_status *
 		set_status(st, call->grpc_status, "%s", call->grpc_message);
 		st->remote = true;
 	}
+	else if (pumped == -ETIMEDOUT && ch->stop_by_ns && ch->stop_by_ns <= call->deadline_ns)
+		set_status(st, GRPC_DEADLINE_EXCEEDED, "stopping: no answer within the %.1f s a stop allows",
+			   ch->stop_grace_ms / 1e3);
 	else if (pumped == -ETIMEDOUT)
-		set_status(st, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+		set_status(st, GRPC_DEADLINE_EXCEEDED, "no answer within the deadline (%.1f s)",
+			   call->timeout_ms / 1e3);
 	else if (pumped == -ECANCELED)
 		set_status(st, GRPC_CANCELLED, "cancelled: stopping");
 	else if (pumped < 0)
