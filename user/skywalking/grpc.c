@@ -85,7 +85,8 @@ struct grpc_channel {
 	nghttp2_session *session;
 	bool goaway;			/* the server asked us to go: reconnect next call */
 	bool broken;			/* transport failed: reconnect next call */
-	char broken_why[128];
+	bool heard;			/* the server sent something on this connection */
+	char broken_why[192];
 	struct grpc_call *active;
 };
 
@@ -319,6 +320,7 @@ static void disconnect(struct grpc_channel *ch)
 	ch->fd = -1;
 	ch->goaway = false;
 	ch->broken = false;
+	ch->heard = false;
 }
 
 void grpc_channel_free(struct grpc_channel *ch)
@@ -806,6 +808,38 @@ static bool bytes_waiting(const struct grpc_channel *ch)
 }
 
 /*
+ * The first bytes of a connection tell a server that speaks no HTTP/2 at
+ * all, which nghttp2 would only call a finished session: an HTTP/1 server
+ * (another port of the OAP, a web server) or, to our plaintext, a TLS one.
+ * Marks the channel broken with why; false when nothing is known against it.
+ */
+static bool foreign_server(struct grpc_channel *ch, const uint8_t *in, size_t n)
+{
+	char first_line[64];
+	size_t len = 0;
+
+	if (ch->heard)
+		return false;
+	ch->heard = true;
+	if (n >= 5 && !memcmp(in, "HTTP/", 5)) {
+		while (len < n && len + 1 < sizeof(first_line) && in[len] != '\r' && in[len] != '\n')
+			len++;
+		printable_copy(first_line, sizeof(first_line), in, len);
+		snprintf(ch->broken_why, sizeof(ch->broken_why),
+			 "not an HTTP/2 server: it answered '%s' (the OAP's gRPC port is 11800 by default)",
+			 first_line);
+		ch->broken = true;
+		return true;
+	}
+	if (!ch->tls && n >= 2 && (in[0] == 0x15 || in[0] == 0x16) && in[1] == 0x03) {
+		snprintf(ch->broken_why, sizeof(ch->broken_why), "not a plaintext HTTP/2 server: it answered with TLS (use --tls)");
+		ch->broken = true;
+		return true;
+	}
+	return false;
+}
+
+/*
  * Sends what nghttp2 has queued and feeds it what arrives, until @done says
  * so, the deadline passes (-ETIMEDOUT) or the connection fails (-EPIPE, and
  * the channel is marked broken).  @done NULL with deadline 0: one
@@ -858,7 +892,7 @@ static int pump(struct grpc_channel *ch, uint64_t deadline_ns, bool (*done)(cons
 		n = transport_recv(ch, in, sizeof(in));
 		if (n == -EAGAIN)
 			continue;
-		if (n < 0)
+		if (n < 0 || foreign_server(ch, in, (size_t)n))
 			return -EPIPE;
 		rv = (int)nghttp2_session_mem_recv(ch->session, in, (size_t)n);
 		if (rv < 0) {
