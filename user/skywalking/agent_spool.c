@@ -72,7 +72,7 @@ void spool_send(struct agent *a)
 		struct grpc_status st;
 		int code = send_batch(a, &s->head->msgs, &st);
 
-		if (!call_failed(a, "collectProfilingData", code, &st)) {
+		if (!call_failed(a, CALL_COLLECT, code, &st)) {
 			log_info("sent %zu profiling messages (%zu bytes)", s->head->msgs.n,
 				 s->head->msgs.bytes);
 			test_crash_point("sent");	/* acknowledged, file not yet removed */
@@ -85,6 +85,8 @@ void spool_send(struct agent *a)
 		log_warn("dropped %zu profiling messages the OAP rejected", s->head->msgs.n);
 		spool_drop_oldest(s);
 	}
+	if (!s->head)
+		call_idle(a, CALL_COLLECT);	/* nothing waits: no upload outage */
 }
 
 /* At exit: what never reached the OAP. */
