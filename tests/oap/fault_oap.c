@@ -233,10 +233,13 @@ static void parse_options(int argc, char **argv, struct options *o)
 /* The next framed message of @s at *@off: its bytes and length, or NULL at the end or on a bad frame. */
 static const uint8_t *next_message(const struct stream *s, size_t *off, size_t *len)
 {
-	const uint8_t *p = s->req + *off;
+	const uint8_t *p;
 
-	if (*off + PREFIX_LEN > s->req_len || p[0] != 0)
+	if (*off + PREFIX_LEN > s->req_len)
 		return NULL;
+	p = s->req + *off;
+	if (p[0] != 0)
+		return NULL;	/* compressed: the agent never does that */
 	*len = (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
 	if (*off + PREFIX_LEN + *len > s->req_len)
 		return NULL;
@@ -589,8 +592,6 @@ static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *b
 	return (ssize_t)n;
 }
 
-#define NV(N, V) { (uint8_t *)(N), (uint8_t *)(V), sizeof(N) - 1, sizeof(V) - 1, NGHTTP2_NV_FLAG_NONE }
-
 /* Response headers, then the body (and trailers) of @s. */
 static void submit(struct conn *c, struct stream *s, const char *status, const char *ctype)
 {
@@ -607,38 +608,33 @@ static void submit(struct conn *c, struct stream *s, const char *status, const c
 /* Answers a complete request, as --mode says when the call is faulty. */
 static void answer(struct conn *c, struct stream *s)
 {
-	struct oap *oap = c->oap;
+	const char *status = "200", *ctype = "application/grpc";
 	int err;
 
-	switch (s->faulty ? oap->o.mode : MODE_OK) {
+	switch (s->faulty ? c->oap->o.mode : MODE_OK) {
 	case MODE_CTYPE:
 		err = text_reply(s, "<html><body><h1>Welcome</h1></body></html>\n", "ctype");
-		s->trailers = true;
-		if (!err)
-			submit(c, s, "200", "text/html; charset=utf-8");
+		s->trailers = true;	/* grpc-status 0 too, which a client must not believe */
+		ctype = "text/html; charset=utf-8";
 		break;
 	case MODE_HTTP500:
 		err = text_reply(s, "internal server error\n", "http500");
-		if (!err)
-			submit(c, s, "500", "text/plain");
+		status = "500";
+		ctype = "text/plain";
 		break;
 	case MODE_BADPB:
-		err = bad_reply(oap, s);
-		if (!err)
-			submit(c, s, "200", "application/grpc");
+		err = bad_reply(c->oap, s);
 		break;
 	case MODE_HUGE:
 		err = huge_reply(s);
-		if (!err)
-			submit(c, s, "200", "application/grpc");
 		break;
 	default:
-		err = good_reply(oap, s);
-		if (!err)
-			submit(c, s, "200", "application/grpc");
+		err = good_reply(c->oap, s);
 	}
 	if (err)
 		nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+	else
+		submit(c, s, status, ctype);
 }
 
 /* A complete request: answered now, later (slow --delay-ms) or never (slow). */
