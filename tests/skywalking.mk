@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
 # SkyWalking OAP tests: the gRPC wire probe, a protobuf-c decoder for our
 # nanopb output (an independent protobuf implementation), hand-made profiles
-# through the message encoder, and a stripped oap_burn.
-SW_PROTOS := common/Common.proto common/Command.proto ebpf/profiling/Profile.proto
+# through the message encoder, a stripped oap_burn, and an OAP that
+# misbehaves at the HTTP/2 level (fault_oap, on nghttp2's server API).
+SW_PROTOS := common/Common.proto common/Command.proto ebpf/profiling/Profile.proto \
+	     ebpf/profiling/Process.proto
 SW_PBC    := $(patsubst %.proto,$(B)/pbc/%.pb-c.c,$(SW_PROTOS))
 
-all: $(B)/grpc_probe $(B)/swdecode $(B)/sw_messages $(B)/oap_burn_nosym
+all: $(B)/grpc_probe $(B)/swdecode $(B)/sw_messages $(B)/oap_burn_nosym $(B)/fault_oap
 
 $(B)/grpc_probe: oap/grpc_probe.c $(APERTURE_LIB) | $(B)
 	$(CC) $(TEST_CFLAGS) -o $@ $^ $(APERTURE_LDLIBS)
@@ -16,6 +18,11 @@ $(SW_PBC): $(addprefix ../proto/,$(SW_PROTOS)) | $(B)
 
 $(B)/swdecode: oap/swdecode.c $(SW_PBC) | $(B)
 	$(CC) -O1 -g -Wall -I$(B)/pbc -o $@ oap/swdecode.c $(SW_PBC) -lprotobuf-c
+
+$(B)/fault_oap: oap/fault_oap.c $(SW_PBC) | $(B)
+	$(CC) -O1 -g -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
+		-Wno-missing-field-initializers \
+		-I$(B)/pbc -o $@ oap/fault_oap.c $(SW_PBC) -lprotobuf-c -lnghttp2
 
 $(B)/sw_messages: oap/sw_messages.c $(APERTURE_LIB) | $(B)
 	$(CC) $(TEST_CFLAGS) -o $@ $^ $(APERTURE_LDLIBS)

@@ -29,6 +29,13 @@ static void consume_events(struct agent *a)
 			ring_buffer__consume(a->prof[k].events);
 }
 
+/*
+ * How long a stop (SIGTERM, the first Ctrl-C) may still talk to the OAP, all
+ * calls together: the last interval is sent if the OAP answers; if not, it
+ * waits in the ledger for the next start instead of holding the stop.
+ */
+#define STOP_GRACE_MS 3000
+
 static uint64_t min_u64(uint64_t x, uint64_t y)
 {
 	return x < y ? x : y;
@@ -103,7 +110,8 @@ static void agent_loop(struct agent *a)
 			usleep((useconds_t)(min_u64(wake - now, 100 * MS) / 1000));
 	}
 	if (cli_stop)
-		log_warn("stopping: sending the last data (a second Ctrl-C quits at once)");
+		log_warn("stopping: sending the last data for up to %.0f s (a second Ctrl-C quits at once)",
+			 STOP_GRACE_MS / 1e3);
 }
 
 static void agent_shutdown(struct agent *a)
@@ -148,6 +156,8 @@ struct grpc_channel *agent_channel_new(const struct agent_opts *o)
 	struct grpc_opts gopts = {
 		.target = o->oap,
 		.cancel = &cli_abort,	/* a second Ctrl-C does not wait for deadlines */
+		.stop = &cli_stop,
+		.stop_grace_ms = STOP_GRACE_MS,
 		.token = o->token,
 		.tls = &o->tls,
 		.backoff_max_ms = (unsigned int)o->backoff_max_ms,

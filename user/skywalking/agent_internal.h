@@ -93,6 +93,9 @@ struct agent_task {
 	bool ending;			/* stop time passed: no longer counted, last flush due */
 };
 
+/* The OAP's calls; each is a bit of agent.failing. */
+enum oap_call { CALL_REPORT, CALL_KEEPALIVE, CALL_QUERY, CALL_COLLECT, CALL_COUNT };
+
 struct agent_prof {
 	const struct profiler_ops *ops;
 	struct profiler *p;
@@ -146,7 +149,16 @@ struct agent {
 	int64_t latest_update_ms;
 	uint64_t heartbeats;
 	int64_t last_flush_ms;		/* currentTime of the last upload: each one gets its own */
-	bool oap_down;			/* the last call failed with a transient error */
+	/*
+	 * An outage (a transient failure) is said when it starts, and its end
+	 * once a call went through while no call still has work that failed
+	 * (failing: bit per enum oap_call, cleared by the call's success or
+	 * when it has nothing left to do), so that keepAlive going through
+	 * does not end an outage of uploads (a proxy that refuses them).
+	 */
+	bool outage;
+	unsigned int failing;
+	unsigned int undecodable;	/* bit per enum oap_call: its last answer did not decode */
 	bool fatal;			/* the OAP refused us: stop */
 	int argc;			/* the command line, parsed again on SIGHUP */
 	char **argv;
@@ -169,9 +181,10 @@ void agent_reload(struct agent *a);
 /* agent_oap.c */
 bool transient(int code);
 bool retryable(int code, const struct grpc_status *st);
-bool call_failed(struct agent *a, const char *what, int code, const struct grpc_status *st);
-bool unary(struct agent *a, const char *what, const char *path, struct sw_msg *req,
-	   struct grpc_buf *reply);
+bool call_failed(struct agent *a, enum oap_call call, int code, const struct grpc_status *st);
+void call_idle(struct agent *a, enum oap_call call);
+void answer_decoded(struct agent *a, enum oap_call call, bool decoded);
+bool unary(struct agent *a, enum oap_call call, struct sw_msg *req, struct grpc_buf *reply);
 int send_batch(struct agent *a, const struct sw_msgs *msgs, struct grpc_status *st);
 
 /* agent_procs.c */

@@ -6,6 +6,16 @@
 #include <stdlib.h>
 #include "agent_internal.h"
 
+static const struct {
+	const char *name;
+	const char *path;
+} calls[CALL_COUNT] = {
+	[CALL_REPORT] = { "reportProcesses", SW_PATH_REPORT_PROCESSES },
+	[CALL_KEEPALIVE] = { "keepAlive", SW_PATH_KEEP_ALIVE },
+	[CALL_QUERY] = { "queryTasks", SW_PATH_QUERY_TASKS },
+	[CALL_COLLECT] = { "collectProfilingData", SW_PATH_COLLECT },
+};
+
 bool transient(int code)
 {
 	return code == GRPC_UNAVAILABLE || code == GRPC_RESOURCE_EXHAUSTED ||
@@ -24,13 +34,29 @@ bool retryable(int code, const struct grpc_status *st)
 	return transient(code) || !st->remote;
 }
 
-/* Logs a failed call once per outage; returns true when the call failed. */
-bool call_failed(struct agent *a, const char *what, int code, const struct grpc_status *st)
+/* @call has no work now (no process to report, nothing spooled): nothing of it fails. */
+void call_idle(struct agent *a, enum oap_call call)
 {
+	a->failing &= ~(1u << call);
+}
+
+/* @call went through: the outage is over unless another call still fails. */
+static void call_ok(struct agent *a, enum oap_call call)
+{
+	call_idle(a, call);
+	if (a->outage && !a->failing) {
+		log_warn("OAP %s answers again", a->o.oap);
+		a->outage = false;
+	}
+}
+
+/* Logs a failed call once per outage; returns true when the call failed. */
+bool call_failed(struct agent *a, enum oap_call call, int code, const struct grpc_status *st)
+{
+	const char *what = calls[call].name;
+
 	if (code == GRPC_OK) {
-		if (a->oap_down)
-			log_warn("OAP %s answers again", a->o.oap);
-		a->oap_down = false;
+		call_ok(a, call);
 		return false;
 	}
 	if (code == GRPC_PERMISSION_DENIED || code == GRPC_UNAUTHENTICATED) {
@@ -39,28 +65,48 @@ bool call_failed(struct agent *a, const char *what, int code, const struct grpc_
 				  a->o.oap, what, grpc_code_name(code), st->message);
 		a->fatal = true;
 	} else if (retryable(code, st)) {
-		if (!a->oap_down)
+		if (!a->outage)
 			log_warn("OAP %s: %s failed: %s: %s; profiling data is kept in the spool",
 				 a->o.oap, what, grpc_code_name(code), st->message);
 		else
 			log_info("%s failed: %s: %s", what, grpc_code_name(code), st->message);
-		a->oap_down = true;
+		a->outage = true;
+		a->failing |= 1u << call;
 	} else {
 		log_warn("OAP %s: %s failed: %s: %s", a->o.oap, what, grpc_code_name(code), st->message);
 	}
 	return true;
 }
 
+/*
+ * Whether @call's answer decoded: one that does not is said once until one
+ * of that call decodes again (an OAP that answers garbage every time, a
+ * protocol mismatch, would otherwise fill the log).
+ */
+void answer_decoded(struct agent *a, enum oap_call call, bool decoded)
+{
+	unsigned int bit = 1u << call;
+
+	if (decoded) {
+		a->undecodable &= ~bit;
+		return;
+	}
+	if (!(a->undecodable & bit))
+		log_warn("OAP %s: %s answer does not decode", a->o.oap, calls[call].name);
+	else
+		log_info("%s answer does not decode", calls[call].name);
+	a->undecodable |= bit;
+}
+
 /* A unary call; on success @reply holds the answer. */
-bool unary(struct agent *a, const char *what, const char *path, struct sw_msg *req,
-		  struct grpc_buf *reply)
+bool unary(struct agent *a, enum oap_call call, struct sw_msg *req, struct grpc_buf *reply)
 {
 	struct grpc_status st;
-	int code = grpc_unary(a->ch, path, req->data, req->len, a->o.deadline_ms, reply, &st);
+	int code = grpc_unary(a->ch, calls[call].path, req->data, req->len, a->o.deadline_ms, reply, &st);
 
 	free(req->data);
 	req->data = NULL;
-	return !call_failed(a, what, code, &st);
+	return !call_failed(a, call, code, &st);
 }
 
 

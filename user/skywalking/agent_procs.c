@@ -383,15 +383,19 @@ void report_processes(struct agent *a, bool all)
 	int matched;
 
 	list = proc_list(a, all ? PROCS_ALL : PROCS_UNREPORTED, &n);
+	if (list && n == 0)
+		call_idle(a, CALL_REPORT);	/* those it failed to report are gone */
 	if (!list || n == 0 || sw_encode_report(list, n, a->agent_id, &req))
 		goto out;
-	if (!unary(a, "reportProcesses", SW_PATH_REPORT_PROCESSES, &req, &reply))
-		goto out;
-	matched = sw_decode_downstream(reply.data, reply.len, list, n);
-	if (matched < 0) {
-		log_warn("OAP %s: reportProcesses answer does not decode", a->o.oap);
+	if (!unary(a, CALL_REPORT, &req, &reply)) {
+		if (!any_unreported(a))
+			call_idle(a, CALL_REPORT);	/* a periodic re-report: the next one is far */
 		goto out;
 	}
+	matched = sw_decode_downstream(reply.data, reply.len, list, n);
+	answer_decoded(a, CALL_REPORT, matched >= 0);
+	if (matched < 0)
+		goto out;
 	for (i = 0; i < a->nprocs; i++)
 		if (a->procs[i]->sw.process_id)
 			a->procs[i]->reported = true;
@@ -409,8 +413,10 @@ static void keep_alive(struct agent *a)
 	size_t n;
 
 	list = proc_list(a, PROCS_REPORTED, &n);
+	if (list && n == 0)
+		call_idle(a, CALL_KEEPALIVE);
 	if (list && n && !sw_encode_ping(list, n, a->agent_id, &req))
-		unary(a, "keepAlive", SW_PATH_KEEP_ALIVE, &req, &reply);
+		unary(a, CALL_KEEPALIVE, &req, &reply);
 	grpc_buf_free(&reply);
 	free(list);
 }

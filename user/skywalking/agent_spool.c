@@ -72,7 +72,7 @@ void spool_send(struct agent *a)
 		struct grpc_status st;
 		int code = send_batch(a, &s->head->msgs, &st);
 
-		if (!call_failed(a, "collectProfilingData", code, &st)) {
+		if (!call_failed(a, CALL_COLLECT, code, &st)) {
 			log_info("sent %zu profiling messages (%zu bytes)", s->head->msgs.n,
 				 s->head->msgs.bytes);
 			test_crash_point("sent");	/* acknowledged, file not yet removed */
@@ -85,18 +85,23 @@ void spool_send(struct agent *a)
 		log_warn("dropped %zu profiling messages the OAP rejected", s->head->msgs.n);
 		spool_drop_oldest(s);
 	}
+	if (!s->head)
+		call_idle(a, CALL_COLLECT);	/* nothing waits: no upload outage */
 }
 
 /* At exit: what never reached the OAP. */
 void spool_log_losses(const struct agent *a)
 {
 	if (a->spool.head) {
-		size_t pending = 0;
+		size_t pending = 0, kept = 0;
 
-		for (struct spool_batch *b = a->spool.head; b; b = b->next)
+		for (struct spool_batch *b = a->spool.head; b; b = b->next) {
 			pending += b->msgs.n;
-		log_warn("%zu profiling messages (%zu bytes) could not be sent to %s", pending,
-			 a->spool.bytes, a->o.oap);
+			kept += b->seq ? b->msgs.n : 0;
+		}
+		log_warn("%zu profiling messages (%zu bytes) could not be sent to %s%s", pending,
+			 a->spool.bytes, a->o.oap, kept == pending ? "; the ledger keeps them for the next start"
+				 : kept ? "; the ledger keeps some of them for the next start" : "");
 	}
 	if (a->spool.dropped_msgs)
 		log_warn("%" PRIu64 " profiling messages (%" PRIu64 " bytes) were dropped: the spool was full",

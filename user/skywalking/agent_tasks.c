@@ -223,15 +223,16 @@ void query_tasks(struct agent *a)
 	struct grpc_buf reply = { 0 };
 	int64_t max_update = a->latest_update_ms;
 	struct sw_msg req;
+	bool decoded;
 
 	if (sw_encode_task_query(a->agent_id, a->latest_update_ms, &req))
 		return;
-	if (!unary(a, "queryTasks", SW_PATH_QUERY_TASKS, &req, &reply))
+	if (!unary(a, CALL_QUERY, &req, &reply))
 		goto out;
-	if (sw_decode_commands(reply.data, reply.len, &cmds)) {
-		log_warn("OAP %s: queryTasks answer does not decode", a->o.oap);
+	decoded = sw_decode_commands(reply.data, reply.len, &cmds) == 0;
+	answer_decoded(a, CALL_QUERY, decoded);
+	if (!decoded)
 		goto out;
-	}
 	for (size_t i = 0; i < cmds.n; i++)
 		handle_command(a, &cmds.v[i], &max_update);
 	if (max_update != a->latest_update_ms || cmds.n) {

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@ struct grpc_call {
 	struct grpc_channel *ch;
 	int32_t stream_id;
 	uint64_t deadline_ns;
+	unsigned int timeout_ms;	/* the deadline as asked for, to say it */
 	/* Request body: framed messages not yet handed to nghttp2. */
 	uint8_t *out;
 	size_t out_len, out_off, out_cap;
@@ -45,6 +47,7 @@ struct grpc_call {
 	/* Response. */
 	struct grpc_buf in;		/* DATA bytes, still framed */
 	int http_status;
+	char content_type[64];		/* of the response headers, printable; "" if none */
 	int grpc_status;		/* -1 until a grpc-status header came */
 	char grpc_message[256];
 	int local_code;			/* -1, or a code we decided here */
@@ -67,6 +70,9 @@ struct grpc_lookup {
 
 struct grpc_channel {
 	const volatile int *cancel;	/* see struct grpc_opts */
+	const volatile int *stop;	/* see struct grpc_opts */
+	unsigned int stop_grace_ms;
+	uint64_t stop_by_ns;		/* CLOCK_MONOTONIC; 0 until a stop is seen */
 	char *host, *port, *authority, *token;
 	struct grpc_lookup *lookup;	/* a lookup still running, or NULL */
 	unsigned int connect_timeout_ms;
@@ -79,7 +85,8 @@ struct grpc_channel {
 	nghttp2_session *session;
 	bool goaway;			/* the server asked us to go: reconnect next call */
 	bool broken;			/* transport failed: reconnect next call */
-	char broken_why[128];
+	bool heard;			/* the server sent something on this connection */
+	char broken_why[192];
 	struct grpc_call *active;
 };
 
@@ -191,6 +198,8 @@ struct grpc_channel *grpc_channel_new(const struct grpc_opts *opts)
 	}
 	ch->connect_timeout_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : 5000;
 	ch->cancel = opts->cancel;
+	ch->stop = opts->stop;
+	ch->stop_grace_ms = opts->stop_grace_ms ? opts->stop_grace_ms : 3000;
 	ch->backoff_initial_ms = opts->backoff_initial_ms ? opts->backoff_initial_ms : 1000;
 	ch->backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : 30000;
 	if (ch->backoff_max_ms < ch->backoff_initial_ms)
@@ -311,6 +320,7 @@ static void disconnect(struct grpc_channel *ch)
 	ch->fd = -1;
 	ch->goaway = false;
 	ch->broken = false;
+	ch->heard = false;
 }
 
 void grpc_channel_free(struct grpc_channel *ch)
@@ -355,6 +365,27 @@ static void schedule_backoff(struct grpc_channel *ch)
 static bool cancelled(const struct grpc_channel *ch)
 {
 	return ch->cancel && *ch->cancel;
+}
+
+/* Whether a signal may change what a wait should do: then waits are sliced. */
+static bool watched(const struct grpc_channel *ch)
+{
+	return ch->cancel || ch->stop;
+}
+
+/*
+ * @deadline_ns, or earlier once a stop was asked for: every call ends
+ * within the grace from the moment the stop is first seen, so a server that
+ * does not answer holds a stop for the grace at most, not a deadline per
+ * call.  0 (one non-blocking round) stays 0.
+ */
+static uint64_t stop_bounded(struct grpc_channel *ch, uint64_t deadline_ns)
+{
+	if (!ch->stop || !*ch->stop || !deadline_ns)
+		return deadline_ns;
+	if (!ch->stop_by_ns)
+		ch->stop_by_ns = now_ns(CLOCK_MONOTONIC) + ch->stop_grace_ms * 1000000ull;
+	return deadline_ns < ch->stop_by_ns ? deadline_ns : ch->stop_by_ns;
 }
 
 static int poll_ms_until(uint64_t deadline_ns)
@@ -429,13 +460,13 @@ static int start_tls(struct grpc_channel *ch, uint64_t deadline_ns, struct grpc_
 				   tls_why(ch->tls));
 			return st->code;
 		}
-		wait_ms = poll_ms_until(deadline_ns);
+		wait_ms = poll_ms_until(stop_bounded(ch, deadline_ns));
 		if (wait_ms == 0) {
 			set_status(st, GRPC_UNAVAILABLE, "TLS handshake with %s: no answer in time",
 				   ch->authority);
 			return st->code;
 		}
-		if (ch->cancel && wait_ms > CANCEL_CHECK_MS)
+		if (watched(ch) && wait_ms > CANCEL_CHECK_MS)
 			wait_ms = CANCEL_CHECK_MS;
 		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR) {
 			set_status(st, GRPC_UNAVAILABLE, "TLS handshake with %s: %s", ch->authority,
@@ -610,6 +641,16 @@ static int parse_code(const uint8_t *value, size_t len)
 	return v;
 }
 
+/* A header value the server chose, fit for a log line: printable ASCII, cut to @size. */
+static void printable_copy(char *dst, size_t size, const uint8_t *src, size_t len)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && o + 1 < size; i++)
+		dst[o++] = src[i] >= 0x20 && src[i] < 0x7f ? (char)src[i] : '?';
+	dst[o] = '\0';
+}
+
 static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
 		     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
 		     void *user_data)
@@ -621,6 +662,9 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 		return 0;
 	if (namelen == 7 && !memcmp(name, ":status", 7)) {
 		call->http_status = parse_code(value, valuelen);
+	} else if (namelen == 12 && !memcmp(name, "content-type", 12) &&
+		   frame->headers.cat == NGHTTP2_HCAT_RESPONSE) {
+		printable_copy(call->content_type, sizeof(call->content_type), value, valuelen);
 	} else if (namelen == 11 && !memcmp(name, "grpc-status", 11)) {
 		code = parse_code(value, valuelen);
 		call->grpc_status = code < 0 ? GRPC_UNKNOWN : code;
@@ -628,6 +672,44 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 		percent_decode(call->grpc_message, sizeof(call->grpc_message), value, valuelen);
 	}
 	return 0;
+}
+
+/* application/grpc, application/grpc+proto, application/grpc;charset=...: a gRPC answer. */
+static bool grpc_content_type(const char *type)
+{
+	size_t n = strlen("application/grpc");
+
+	return !strncasecmp(type, "application/grpc", n) &&
+	       (type[n] == '\0' || type[n] == '+' || type[n] == ';');
+}
+
+/* Whether the response headers say gRPC; none (yet) passes: the trailers may still tell. */
+static bool grpc_answer(const struct grpc_call *call)
+{
+	return !call->content_type[0] || grpc_content_type(call->content_type);
+}
+
+/* The length the first message's prefix gives, once it came; 0 before. */
+static size_t declared_len(const struct grpc_buf *in)
+{
+	const uint8_t *p = in->data;
+
+	if (in->len < GRPC_PREFIX_LEN)
+		return 0;
+	return (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
+}
+
+/* Gives up on a response too large to take: the server is told to stop sending it. */
+static void refuse_response(nghttp2_session *session, struct grpc_call *call, size_t len)
+{
+	call->local_code = GRPC_RESOURCE_EXHAUSTED;
+	if (len)
+		snprintf(call->local_message, sizeof(call->local_message),
+			 "response message of %zu bytes, more than the %u accepted", len, GRPC_MAX_RECV);
+	else
+		snprintf(call->local_message, sizeof(call->local_message),
+			 "response larger than %u bytes", GRPC_MAX_RECV);
+	nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, call->stream_id, NGHTTP2_CANCEL);
 }
 
 static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
@@ -639,11 +721,12 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
 		return 0;
 	if (call->in.len + len > GRPC_MAX_RECV ||
 	    buf_append(&call->in.data, &call->in.len, &call->in.cap, data, len)) {
-		call->local_code = GRPC_RESOURCE_EXHAUSTED;
-		snprintf(call->local_message, sizeof(call->local_message),
-			 "response larger than %u bytes", GRPC_MAX_RECV);
-		nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+		refuse_response(session, call, 0);
+		return 0;
 	}
+	/* Said by its prefix: no need to take in 16 MiB of it first. */
+	if (grpc_answer(call) && declared_len(&call->in) > GRPC_MAX_RECV - GRPC_PREFIX_LEN)
+		refuse_response(session, call, declared_len(&call->in));
 	return 0;
 }
 
@@ -725,6 +808,38 @@ static bool bytes_waiting(const struct grpc_channel *ch)
 }
 
 /*
+ * The first bytes of a connection tell a server that speaks no HTTP/2 at
+ * all, which nghttp2 would only call a finished session: an HTTP/1 server
+ * (another port of the OAP, a web server) or, to our plaintext, a TLS one.
+ * Marks the channel broken with why; false when nothing is known against it.
+ */
+static bool foreign_server(struct grpc_channel *ch, const uint8_t *in, size_t n)
+{
+	char first_line[64];
+	size_t len = 0;
+
+	if (ch->heard)
+		return false;
+	ch->heard = true;
+	if (n >= 5 && !memcmp(in, "HTTP/", 5)) {
+		while (len < n && len + 1 < sizeof(first_line) && in[len] != '\r' && in[len] != '\n')
+			len++;
+		printable_copy(first_line, sizeof(first_line), in, len);
+		snprintf(ch->broken_why, sizeof(ch->broken_why),
+			 "not an HTTP/2 server: it answered '%s' (the OAP's gRPC port is 11800 by default)",
+			 first_line);
+		ch->broken = true;
+		return true;
+	}
+	if (!ch->tls && n >= 2 && (in[0] == 0x15 || in[0] == 0x16) && in[1] == 0x03) {
+		snprintf(ch->broken_why, sizeof(ch->broken_why), "not a plaintext HTTP/2 server: it answered with TLS (use --tls)");
+		ch->broken = true;
+		return true;
+	}
+	return false;
+}
+
+/*
  * Sends what nghttp2 has queued and feeds it what arrives, until @done says
  * so, the deadline passes (-ETIMEDOUT) or the connection fails (-EPIPE, and
  * the channel is marked broken).  @done NULL with deadline 0: one
@@ -742,6 +857,7 @@ static int pump(struct grpc_channel *ch, uint64_t deadline_ns, bool (*done)(cons
 
 		if (done && done(call))
 			return 0;
+		deadline_ns = stop_bounded(ch, deadline_ns);
 		rv = nghttp2_session_send(ch->session);
 		if (rv) {
 			mark_broken(ch, nghttp2_strerror(rv));
@@ -756,7 +872,7 @@ static int pump(struct grpc_channel *ch, uint64_t deadline_ns, bool (*done)(cons
 		if (nghttp2_session_want_write(ch->session))
 			pfd.events |= POLLOUT;
 		wait_ms = bytes_waiting(ch) ? 0 : poll_ms_until(deadline_ns);
-		if (ch->cancel && wait_ms > CANCEL_CHECK_MS)
+		if (watched(ch) && wait_ms > CANCEL_CHECK_MS)
 			wait_ms = CANCEL_CHECK_MS;
 		rv = bytes_waiting(ch) ? 1 : poll(&pfd, 1, wait_ms);
 		if (cancelled(ch))
@@ -776,7 +892,7 @@ static int pump(struct grpc_channel *ch, uint64_t deadline_ns, bool (*done)(cons
 		n = transport_recv(ch, in, sizeof(in));
 		if (n == -EAGAIN)
 			continue;
-		if (n < 0)
+		if (n < 0 || foreign_server(ch, in, (size_t)n))
 			return -EPIPE;
 		rv = (int)nghttp2_session_mem_recv(ch->session, in, (size_t)n);
 		if (rv < 0) {
@@ -858,7 +974,7 @@ static int32_t submit_request(struct grpc_channel *ch, struct grpc_call *call, c
 static int start_call(struct grpc_channel *ch, const char *path, unsigned int timeout_ms,
 		      struct grpc_call **out, struct grpc_status *st)
 {
-	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + timeout_ms * 1000000ull;
+	uint64_t deadline = stop_bounded(ch, now_ns(CLOCK_MONOTONIC) + timeout_ms * 1000000ull);
 	struct grpc_call *call;
 	int code;
 
@@ -876,6 +992,7 @@ static int start_call(struct grpc_channel *ch, const char *path, unsigned int ti
 	}
 	call->ch = ch;
 	call->deadline_ns = deadline;
+	call->timeout_ms = timeout_ms;
 	call->grpc_status = -1;
 	call->local_code = -1;
 	call->stream_id = submit_request(ch, call, path, timeout_ms);
@@ -942,14 +1059,25 @@ static void call_status(struct grpc_call *call, int pumped, struct grpc_status *
 {
 	struct grpc_channel *ch = call->ch;
 
-	if (call->local_code >= 0)
+	if (!grpc_answer(call))
+		/*
+		 * A web server or proxy answered: nothing it said (not even a
+		 * grpc-status) is the OAP's word, as gRPC's HTTP/2 protocol has it.
+		 */
+		set_status(st, http_to_grpc(call->http_status), "not a gRPC answer: HTTP status %d, content-type %s",
+			   call->http_status, call->content_type);
+	else if (call->local_code >= 0)
 		set_status(st, call->local_code, "%s", call->local_message);
 	else if (call->grpc_status >= 0) {
 		set_status(st, call->grpc_status, "%s", call->grpc_message);
 		st->remote = true;
 	}
+	else if (pumped == -ETIMEDOUT && ch->stop_by_ns && ch->stop_by_ns <= call->deadline_ns)
+		set_status(st, GRPC_DEADLINE_EXCEEDED, "stopping: no answer within the %.1f s a stop allows",
+			   ch->stop_grace_ms / 1e3);
 	else if (pumped == -ETIMEDOUT)
-		set_status(st, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+		set_status(st, GRPC_DEADLINE_EXCEEDED, "no answer within the deadline (%.1f s)",
+			   call->timeout_ms / 1e3);
 	else if (pumped == -ECANCELED)
 		set_status(st, GRPC_CANCELLED, "cancelled: stopping");
 	else if (pumped < 0)

@@ -47,6 +47,14 @@ struct grpc_opts {
 	unsigned int backoff_max_ms;	/* cap; 0: 30000 */
 	unsigned int connect_timeout_ms;	/* 0: 5000 */
 	const volatile int *cancel;	/* once *cancel is set, calls in progress end (CANCELLED) */
+	/*
+	 * Once *stop is set, calls in progress and calls made after it all end
+	 * by stop_grace_ms (0: 3000) after the stop was first seen, whatever
+	 * their deadline (DEADLINE_EXCEEDED): a stop is bounded however
+	 * many calls it still makes to a server that does not answer.
+	 */
+	const volatile int *stop;
+	unsigned int stop_grace_ms;
 	const struct tls_opts *tls;	/* NULL or !enabled: h2c */
 };
 
