@@ -135,6 +135,27 @@ wait $late_ap
 row2() { grep -E "^  $1 +[0-9]+ " "$TMP/late.out" | awk '{ print $3 }'; }
 is "late load: all 500 vecAdd launches seen" "$(row2 vecAdd)" 500
 
+# The daemon, whole machine: a process started after it, which dlopens the driver, is probed on
+# the daemon's tick, and those probes are pinned with the rest (they outlive the daemon).
+# Its own name: the machine's counts hold other processes' too.
+LDIR=/sys/fs/bpf/aperture-test-gpu-late-$$
+at_exit "'$APERTURE' run --unpin --pin '$LDIR' >/dev/null 2>&1"
+"$APERTURE" run --pin "$LDIR" --gpu 2>"$TMP/ldaemon.err" &
+ldaemon=$!
+_bg_pids+=("$ldaemon")
+for _ in $(seq 100); do [ -e "$LDIR/gpu_active" ] && break; sleep 0.1; done
+links_before=$(ls "$LDIR" | grep -c '^gpu_link_')
+ln -s "$WL/gpuapp" "$TMP/gpulate"
+"$TMP/gpulate" 400 0 0 0 1 0 1500 >"$TMP/ldaemon.app"	# launches 1.8 s after it starts
+run_ap ldump dump --pin "$LDIR" gpu
+is "daemon: a process started after it: its 400 launches" "$(stack_weight "$TMP/ldump.out" '^gpulate')" 400
+ge "daemon: the new probes are pinned" "$(ls "$LDIR" | grep -c '^gpu_link_')" $((links_before + 28))
+kill -TERM "$ldaemon"; wait "$ldaemon" 2>/dev/null
+"$TMP/gpulate" 100 0 0 0 1 >/dev/null	# the library is probed already: no wait needed
+run_ap ldump2 dump --pin "$LDIR" gpu
+is "daemon stopped: the pinned probes go on counting (400 + 100)" "$(stack_weight "$TMP/ldump2.out" '^gpulate')" 500
+run_ap lunpin run --unpin --pin "$LDIR"
+
 # Pinned: run --pin --gpu on a process that already has the driver loaded.
 DIR=/sys/fs/bpf/aperture-test-gpu-$$
 at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"

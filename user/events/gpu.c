@@ -76,13 +76,25 @@ static int gpu_attach(struct profiler *p)
 	return 0;
 }
 
-/* The caller's tick: the CUDA libraries loaded since (the runtime dlopens the driver after main starts). */
+/*
+ * The caller's tick: the CUDA libraries loaded since (the runtime dlopens the
+ * driver after main starts).  A set taken over from pins has no programs in
+ * hand to attach: the probes its first daemon made go on counting.
+ */
 static void gpu_poll(struct profiler *p)
 {
+	static bool told;
 	struct gpu_priv *priv = p->priv;
 
-	if (priv && p->skel)
+	if (priv && p->skel) {
 		gpu_probes_tick(p, priv->probes);
+		return;
+	}
+	if (p->pinned && !told)
+		log_warn("gpu: taken over from pins: CUDA libraries that processes load from now on are not "
+			 "probed (the probes already pinned keep counting; `aperture run --unpin` and a new "
+			 "start probe them)");
+	told = true;
 }
 
 /* struct gpu_value -> { launches, launch ns, syncs, sync wait ns } */
