@@ -7,8 +7,8 @@
 #
 # Environment knobs: ROUNDS (default 5), D (seconds per workload run, 5),
 # HZ (99), RSS_SECONDS (10), APERTURE (path of the binary, ./aperture),
-# PROFILER_BENCHES (1: also bench/syscalls.sh, bench/locks.sh and
-# bench/unwind.sh; 0: not).
+# PROFILER_BENCHES (1: also bench/syscalls.sh, bench/locks.sh,
+# bench/unwind.sh and bench/gpu.sh; 0: not).
 # Every command runs under a timeout; the EXIT trap kills what this script
 # started and restores kernel.bpf_stats_enabled.
 ROUNDS=${ROUNDS:-5}
@@ -388,6 +388,8 @@ main() {
 		APERTURE=$APERTURE D=$D bash bench/locks.sh
 		printf '\n'
 		APERTURE=$APERTURE D=$D bash bench/unwind.sh
+		printf '\n'
+		APERTURE=$APERTURE bash bench/gpu.sh
 	fi
 }
 

@@ -1,17 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * GPU kernel launches seen from the CPU: uprobes on the CUDA driver library
- * (libcuda.so.1) that each target maps, attached by the loader.
+ * (libcuda.so.1) and, where a target maps it as a shared library, the CUDA
+ * runtime (libcudart.so*), attached by the loader.
  *
  * A launch call (cuLaunchKernel, cuLaunchKernelEx, their _ptsz forms,
- * cuGraphLaunch) or a synchronize call (cuCtxSynchronize, cuStreamSynchronize,
- * cuEventSynchronize) is timed from its uprobe to its uretprobe and counted
- * per (thread, CUfunction handle or sync kind, user stack) into
+ * cuGraphLaunch; cudaLaunchKernel & co) or a synchronize call
+ * (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize,
+ * cudaDeviceSynchronize & co) is timed from its uprobe to its uretprobe and
+ * counted per (thread, CUfunction handle or sync kind, user stack) into
  * { calls, call ns, last grid, last block | flags }.  The stack is taken at
  * the return, where the caller's frame pointer is back in place (at the entry
  * a frame-pointer walk skips the caller itself).  The time is the call on the
  * CPU, not the kernel's execution on the GPU, which only the GPU's own timing
  * (CUPTI, events) can tell.
+ *
+ * A runtime call makes the driver call (cudaLaunchKernel -> cuLaunchKernel):
+ * it is counted once, as the runtime call (the program's own stack, the
+ * runtime's time, which holds the driver's), under the CUfunction of the
+ * driver launch seen inside it (named by the driver's lookups) or, when none
+ * was seen, the runtime's own handle (GPU_OBJ_RUNTIME).  The driver call
+ * inside is not counted.
  *
  * Names: cuModuleGetFunction and cuLibraryGetKernel hand the program a handle
  * for a name; on their return the handle is read from the out-parameter and
@@ -103,11 +112,15 @@ static __always_inline struct gpu_thread *thread_get(bool create)
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
-/* A launch or synchronize call of a target begins: its start, object and dims until it returns. */
-static __always_inline struct gpu_call *call_begin(__u64 object)
+/*
+ * A launch or synchronize call of a target begins, in the driver or (@runtime)
+ * the CUDA runtime: its start, object and dims until it returns.
+ */
+static __always_inline struct gpu_call *call_begin(struct pt_regs *ctx, __u64 object, bool runtime)
 {
 	struct aperture_control *ctl = control_get();
 	struct gpu_thread *t;
+	struct gpu_call *call;
 
 	if (!ctl || !task_wanted(ctl, bpf_get_current_pid_tgid() >> 32))
 		return NULL;
@@ -116,10 +129,13 @@ static __always_inline struct gpu_call *call_begin(__u64 object)
 		stat_inc(STAT_START_FULL);
 		return NULL;
 	}
-	/* A call inside a call (a wrapper): the inner one is timed, the outer finds none. */
-	t->call.object = object;
-	t->call.begin_ns = bpf_ktime_get_ns();
-	return &t->call;
+	/* A call inside a call of the same library (a wrapper): the inner one is timed, the outer finds none. */
+	call = runtime ? &t->runtime : &t->call;
+	call->object = object;
+	call->entry_sp = PT_REGS_SP(ctx);
+	call->inner_object = 0;
+	call->begin_ns = bpf_ktime_get_ns();
+	return call;
 }
 
 static __always_inline void call_dims(struct gpu_call *call, __u32 gx, __u32 gy, __u32 gz,
@@ -137,7 +153,7 @@ static __always_inline void call_dims(struct gpu_call *call, __u32 gx, __u32 gy,
 SEC("uprobe")
 int BPF_KPROBE(launch_enter, void *f, __u32 gx, __u32 gy, __u32 gz, __u32 bx)
 {
-	struct gpu_call *call = call_begin(GPU_OBJECT(GPU_OBJ_KERNEL, f));
+	struct gpu_call *call = call_begin(ctx, GPU_OBJECT(GPU_OBJ_KERNEL, f), false);
 
 	if (call)
 		call_dims(call, gx, gy, gz, bx, (__u32)ARG6(ctx), arg7_u32(ctx));
@@ -150,17 +166,22 @@ struct cu_launch_config_dims {
 	__u32 block[3];
 };
 
+static __always_inline void launch_ex_begin(struct pt_regs *ctx, const void *config, __u64 object, bool runtime)
+{
+	struct gpu_call *call = call_begin(ctx, object, runtime);
+	struct cu_launch_config_dims d = {};
+
+	if (!call)
+		return;
+	bpf_probe_read_user(&d, sizeof(d), config);
+	call_dims(call, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2]);
+}
+
 /* cuLaunchKernelEx(const CUlaunchConfig *config, f, kernelParams, extra) */
 SEC("uprobe")
 int BPF_KPROBE(launch_ex_enter, const void *config, void *f)
 {
-	struct gpu_call *call = call_begin(GPU_OBJECT(GPU_OBJ_KERNEL, f));
-	struct cu_launch_config_dims d = {};
-
-	if (!call)
-		return 0;
-	bpf_probe_read_user(&d, sizeof(d), config);
-	call_dims(call, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2]);
+	launch_ex_begin(ctx, config, GPU_OBJECT(GPU_OBJ_KERNEL, f), false);
 	return 0;
 }
 
@@ -168,16 +189,16 @@ int BPF_KPROBE(launch_ex_enter, const void *config, void *f)
 SEC("uprobe")
 int BPF_KPROBE(graph_enter, void *exec)
 {
-	struct gpu_call *call = call_begin(GPU_OBJECT(GPU_OBJ_GRAPH, exec));
+	struct gpu_call *call = call_begin(ctx, GPU_OBJECT(GPU_OBJ_GRAPH, exec), false);
 
 	if (call)
 		call_dims(call, 0, 0, 0, 0, 0, 0);
 	return 0;
 }
 
-static __always_inline void sync_begin(__u32 which)
+static __always_inline void sync_begin(struct pt_regs *ctx, __u32 which, bool runtime)
 {
-	struct gpu_call *call = call_begin(GPU_OBJECT(GPU_OBJ_SYNC, which));
+	struct gpu_call *call = call_begin(ctx, GPU_OBJECT(GPU_OBJ_SYNC, which), runtime);
 
 	if (call)
 		call_dims(call, 0, 0, 0, 0, 0, 0);
@@ -186,21 +207,81 @@ static __always_inline void sync_begin(__u32 which)
 SEC("uprobe")
 int BPF_KPROBE(sync_ctx_enter)
 {
-	sync_begin(GPU_SYNC_CTX);
+	sync_begin(ctx, GPU_SYNC_CTX, false);
 	return 0;
 }
 
 SEC("uprobe")
 int BPF_KPROBE(sync_stream_enter)
 {
-	sync_begin(GPU_SYNC_STREAM);
+	sync_begin(ctx, GPU_SYNC_STREAM, false);
 	return 0;
 }
 
 SEC("uprobe")
 int BPF_KPROBE(sync_event_enter)
 {
-	sync_begin(GPU_SYNC_EVENT);
+	sync_begin(ctx, GPU_SYNC_EVENT, false);
+	return 0;
+}
+
+/*
+ * The CUDA runtime's entry points (cuda_runtime_api.h).  A dim3 passed by
+ * value is 12 bytes: two integer registers, x | y << 32 and z (x86_64 and
+ * arm64 alike).
+ *
+ * cudaLaunchKernel(func, dim3 gridDim, dim3 blockDim, args, sharedMem, stream),
+ * cudaLaunchCooperativeKernel: the same; __cudaLaunchKernel (what nvcc 13's
+ * <<<>>> calls): a cudaKernel_t in place of func.
+ */
+SEC("uprobe")
+int BPF_KPROBE(rt_launch_enter, void *func, __u64 grid_xy, __u64 grid_z, __u64 block_xy, __u64 block_z)
+{
+	struct gpu_call *call = call_begin(ctx, GPU_OBJECT(GPU_OBJ_RUNTIME, func), true);
+
+	if (call)
+		call_dims(call, (__u32)grid_xy, grid_xy >> 32, (__u32)grid_z, (__u32)block_xy, block_xy >> 32,
+			  (__u32)block_z);
+	return 0;
+}
+
+/* cudaLaunchKernelExC(const cudaLaunchConfig_t *config, func, args): the config begins with the dims too. */
+SEC("uprobe")
+int BPF_KPROBE(rt_launch_ex_enter, const void *config, void *func)
+{
+	launch_ex_begin(ctx, config, GPU_OBJECT(GPU_OBJ_RUNTIME, func), true);
+	return 0;
+}
+
+/* cudaGraphLaunch(cudaGraphExec_t, stream): the same handle as the driver's CUgraphExec. */
+SEC("uprobe")
+int BPF_KPROBE(rt_graph_enter, void *exec)
+{
+	struct gpu_call *call = call_begin(ctx, GPU_OBJECT(GPU_OBJ_GRAPH, exec), true);
+
+	if (call)
+		call_dims(call, 0, 0, 0, 0, 0, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(rt_sync_device_enter)
+{
+	sync_begin(ctx, GPU_SYNC_RT_DEVICE, true);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(rt_sync_stream_enter)
+{
+	sync_begin(ctx, GPU_SYNC_RT_STREAM, true);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(rt_sync_event_enter)
+{
+	sync_begin(ctx, GPU_SYNC_RT_EVENT, true);
 	return 0;
 }
 
@@ -218,46 +299,86 @@ static __always_inline void launch_raw_event(const struct aperture_control *ctl,
 	raw_event_submit(ev);
 }
 
-/* The return of every timed call: counted under the caller's user stack. */
-SEC("uretprobe")
-int BPF_KRETPROBE(call_exit, long ret)
+static __always_inline bool is_launch(__u32 kind)
+{
+	return kind == GPU_OBJ_KERNEL || kind == GPU_OBJ_RUNTIME;
+}
+
+/* @call returned (its begin taken and cleared by the caller): counted under the caller's user stack. */
+static __always_inline void call_count(struct pt_regs *ctx, const struct gpu_call *call, __u64 object,
+				       __u64 begin_ns)
 {
 	struct aperture_control *ctl = control_get();
 	struct gpu_config *cfg = config_get();
-	struct gpu_thread *t = thread_get(false);
 	struct sample_key key = {};
 	struct gpu_value delta = {};
-	__u64 begin_ns, id = bpf_get_current_pid_tgid();
-	__u32 kind;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 kind = GPU_OBJECT_KIND(object);
 
-	if (!t || !t->call.begin_ns)
-		return 0;
-	begin_ns = t->call.begin_ns;
-	t->call.begin_ns = 0;
 	if (!ctl || !cfg)
-		return 0;
+		return;
 	delta.call_ns = bpf_ktime_get_ns() - begin_ns;
-	kind = GPU_OBJECT_KIND(t->call.object);
 	if (kind == GPU_OBJ_SYNC) {
 		delta.syncs = 1;
 		delta.block = GPU_F_SYNC;
 	} else {
 		delta.launches = 1;
-		delta.grid = GPU_GRID_PACK(t->call.grid[0], t->call.grid[1], t->call.grid[2]);
-		delta.block = GPU_BLOCK_PACK(t->call.block[0], t->call.block[1], t->call.block[2]) |
+		delta.grid = GPU_GRID_PACK(call->grid[0], call->grid[1], call->grid[2]);
+		delta.block = GPU_BLOCK_PACK(call->block[0], call->block[1], call->block[2]) |
 			      (kind == GPU_OBJ_GRAPH ? GPU_F_GRAPH : 0);
 	}
 	key.tgid = id >> 32;
 	key.pid = (__u32)id;
-	key.object = t->call.object;
+	key.object = object;
 	process_seen(key.tgid);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	/* The kernel stack of a uprobe is the trap path: it says nothing about the program. */
 	if (ctl->stack_mode != STACK_MODE_KERNEL)
 		key.user_stack_id = stack_store(ctx, true);
 	record_event(ctl, &key, &delta);
-	if (kind == GPU_OBJ_KERNEL && cfg->raw_launches)
-		launch_raw_event(ctl, &key, &t->call, begin_ns, delta.call_ns);
+	if (is_launch(kind) && cfg->raw_launches)
+		launch_raw_event(ctl, &key, call, begin_ns, delta.call_ns);
+}
+
+/*
+ * The return of a driver call.  Inside a runtime call of the same thread
+ * (below its entry on the stack) it is the runtime's work: not counted, its
+ * launch handle handed to the runtime call, which the driver named.
+ */
+SEC("uretprobe")
+int BPF_KRETPROBE(call_exit, long ret)
+{
+	struct gpu_thread *t = thread_get(false);
+	__u64 begin_ns;
+
+	if (!t || !t->call.begin_ns)
+		return 0;
+	begin_ns = t->call.begin_ns;
+	t->call.begin_ns = 0;
+	if (t->runtime.begin_ns && PT_REGS_SP(ctx) < t->runtime.entry_sp) {
+		if (GPU_OBJECT_KIND(t->call.object) != GPU_OBJ_SYNC)
+			t->runtime.inner_object = t->call.object;
+		return 0;
+	}
+	call_count(ctx, &t->call, t->call.object, begin_ns);
+	return 0;
+}
+
+/* The return of a runtime call: counted as the driver's launch inside it, when one was seen. */
+SEC("uretprobe")
+int BPF_KRETPROBE(rt_call_exit, long ret)
+{
+	struct gpu_thread *t = thread_get(false);
+	__u64 begin_ns, object;
+
+	if (!t || !t->runtime.begin_ns)
+		return 0;
+	begin_ns = t->runtime.begin_ns;
+	t->runtime.begin_ns = 0;
+	object = t->runtime.object;
+	if (t->runtime.inner_object && GPU_OBJECT_KIND(object) != GPU_OBJ_SYNC)
+		object = t->runtime.inner_object;
+	call_count(ctx, &t->runtime, object, begin_ns);
 	return 0;
 }
 

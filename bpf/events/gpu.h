@@ -16,6 +16,12 @@ enum gpu_object_kind {
 	GPU_OBJ_KERNEL = 0,	/* a kernel launch: handle = the CUfunction (or CUkernel) */
 	GPU_OBJ_GRAPH = 1,	/* cuGraphLaunch: handle = the CUgraphExec */
 	GPU_OBJ_SYNC = 2,	/* the CPU waiting for the GPU: handle = enum gpu_sync */
+	/*
+	 * A launch through the CUDA runtime (libcudart) whose driver launch was
+	 * not seen inside it: handle = cudaLaunchKernel's func (the host stub,
+	 * named by its symbol) or __cudaLaunchKernel's cudaKernel_t (a CUkernel).
+	 */
+	GPU_OBJ_RUNTIME = 3,
 };
 #define GPU_OBJECT(kind, handle) ((__u64)(kind) << GPU_OBJECT_KIND_SHIFT | ((__u64)(handle) & GPU_OBJECT_HANDLE_MASK))
 #define GPU_OBJECT_KIND(object) ((__u32)((object) >> GPU_OBJECT_KIND_SHIFT))
@@ -25,6 +31,10 @@ enum gpu_sync {
 	GPU_SYNC_CTX = 1,	/* cuCtxSynchronize(_v2) */
 	GPU_SYNC_STREAM = 2,	/* cuStreamSynchronize(_ptsz) */
 	GPU_SYNC_EVENT = 3,	/* cuEventSynchronize */
+	/* The runtime's (libcudart), counted instead of the driver call they make. */
+	GPU_SYNC_RT_DEVICE = 4,	/* cudaDeviceSynchronize */
+	GPU_SYNC_RT_STREAM = 5,	/* cudaStreamSynchronize(_ptsz) */
+	GPU_SYNC_RT_EVENT = 6,	/* cudaEventSynchronize */
 };
 
 /*
@@ -69,6 +79,8 @@ struct gpu_call {
 	__u64 object;		/* GPU_OBJECT() */
 	__u32 grid[3];
 	__u32 block[3];
+	__u64 entry_sp;		/* the stack pointer at the entry: what a call inside this one runs below */
+	__u64 inner_object;	/* runtime call: the driver launch seen inside it (0: none) */
 };
 
 /* Kernel names, learned when the program asks the driver for a function. */
@@ -90,8 +102,13 @@ struct gpu_lookup {
 	__u64 from_handle;	/* ... the CUkernel whose name the new CUfunction takes */
 };
 
+/*
+ * A runtime call (cudaLaunchKernel) and the driver call it makes
+ * (cuLaunchKernel) are in progress at once: one slot each.
+ */
 struct gpu_thread {
-	struct gpu_call call;
+	struct gpu_call call;		/* the driver's (libcuda) */
+	struct gpu_call runtime;	/* the runtime's (libcudart) */
 	struct gpu_lookup lookup;
 };
 

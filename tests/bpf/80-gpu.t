@@ -8,10 +8,13 @@
 # gpuapp launches vecAdd N times with grid (64,1,1) block (256,1,1), the
 # mangled _Z6matmulPfS_S_i M times with varying grids, cuGraphLaunch K times,
 # and cuCtxSynchronize J times of S ms each, and prints its own clock.
+# gpurtapp does the like through a stand-in CUDA runtime
+# (tests/build/gpu/libcudart.so.12, workloads/gpu/fake_libcudart.c) that
+# forwards to the driver as NVIDIA's does.
 . "$(dirname "$0")/../lib.sh"
 require_root
 require_aperture
-require_workload gpuapp gpu/libcuda.so.1
+require_workload gpuapp gpurtapp gpu/libcuda.so.1 gpu/libcudart.so.12
 have_feature uprobe || skip_all "no uprobes here: $(feature_why uprobe)"
 
 N=2000; M=600; K=50; J=10; S=20
@@ -75,11 +78,83 @@ is "events: matmul's four grids" "$(grep '"kernel_name":"matmul' "$TMP/g.json" |
 ge "events: every launch's duration_ns >= 19500" "$(sed -n 's/.*"duration_ns":\([0-9]*\).*/\1/p' "$TMP/g.json" | sort -n | head -1)" 19500
 is "events: no graph or sync records" "$(grep -vc '"GpuKernel"' "$TMP/g.json")" 0
 
-# -p on a process that loads the library after aperture started (1 s later).
-bg "$WL/gpuapp" 500 0 0 0 1 1000 >"$TMP/late.app"
-ap_ok "-p PID, library loaded later" late record --gpu -p "$BG_PID" -d 4 --top 10 -o "$TMP/late.folded"
+# The CUDA runtime: each launch counted once, at the runtime's call (its stack, its
+# time), though the runtime's cuLaunchKernel inside it is probed too.
+N2=1000; M2=300; K2=200; J2=5
+ap_ok "--gpu -- gpurtapp (runtime)" rt record --gpu --gpu-events --events "$TMP/rt.ev" --top 10 \
+	-o "$TMP/rt.folded" -- "$WL/gpurtapp" $N2 $M2 $K2 $J2 $S
+rtapp=$(grep '^gpurtapp:' "$TMP/rt.out")
+diag "$rtapp"
+# rt_row NAME FILE: the report row of NAME in $TMP/FILE.out; rt_launches: its launches
+rt_row() { grep -E "^  $1 +[0-9]+ " "$TMP/$2.out" | head -1; }
+rt_launches() { rt_row "$1" "$2" | sed -E "s/^  $1 +[0-9]+ +([0-9]+) .*/\1/"; }
+STENCIL='stencil\(float const\*, float\*, int\)'
+rt_checks() {	# rt_checks FILE WHAT
+	is "$2: saxpy (cudaLaunchKernel): $N2 launches" "$(rt_launches saxpy "$1")" $N2
+	is "$2: stencil (cudaLaunchKernelExC): $M2 launches" "$(rt_launches "$STENCIL" "$1")" $M2
+	is "$2: relu (__cudaLaunchKernel): $K2 launches" "$(rt_launches 'relu\(float\*\)' "$1")" $K2
+	is "$2: the end line counts each launch once" \
+		"$(sed -n 's/^aperture: gpu: \([0-9]*\) launches, 0 lost.*/\1/p' "$TMP/$1.err")" $((N2 + M2 + K2))
+	ok "$2: dims and stacks" sh -c "grep -qE '^  saxpy .* \(128,1,1\) \(256,1,1\) +launch_saxpy <- main' '$TMP/$1.out' &&
+		grep -qE '^  stencil.* \(32,32,1\) \(8,8,4\) +launch_stencil <- main' '$TMP/$1.out' &&
+		grep -qE '^  relu.* \(8,1,1\) \(128,1,1\) +launch_relu <- main' '$TMP/$1.out'"
+	is "$2: cudaDeviceSynchronize: $J2 calls, from wait_for_device" \
+		"$(grep -E '^  cudaDeviceSynchronize .* wait_for_device <- main' "$TMP/$1.out" | awk '{ print $3 }')" $J2
+	is "$2: its cuCtxSynchronize is not counted again" "$(grep -c '^  cuCtxSynchronize ' "$TMP/$1.out")" 0
+}
+rt_checks rt "runtime"
+rt_sync_ms=$(echo "$rtapp" | tr ' ' '\n' | sed -n 's/^sync_ns=//p' | awk '{ printf "%.3f\n", $1 / 1e6 }')
+is_within "runtime: sync wait total (ms) within 10% of the program's own" "$rt_sync_ms" \
+	"$(grep -E '^  cudaDeviceSynchronize ' "$TMP/rt.out" | awk '{ print $4 }')" "$(awk -v x="$rt_sync_ms" 'BEGIN { print x / 10 }')"
+"$APERTURE" events "$TMP/rt.ev" --json >"$TMP/rt.json"
+is "runtime events: one GpuKernel record per launch" "$(grep -c '"GpuKernel"' "$TMP/rt.json")" $((N2 + M2 + K2))
+is "runtime events: stencil's, named and with its dims" \
+	"$(grep '"kernel_name":"stencil(float const\*, float\*, int)"' "$TMP/rt.json" | grep -c '"grid_size":\[32,32,1\],"block_size":\[8,8,4\]')" $M2
+# A runtime whose calls into the driver the probes do not see (CUDA 12+'s reaches the driver through
+# cuGetProcAddress): counted by the runtime's probes alone, named by the host stub's symbol.
+FAKE_CUDART_DRIVER=unseen ap_ok "--gpu -- gpurtapp, driver unseen" rtu record --gpu --top 10 -- \
+	"$WL/gpurtapp" $N2 $M2 $K2 $J2 $S
+rt_checks rtu "driver unseen"
+
+# wait_for_link PID: until aperture PID holds a BPF link (it attaches its probes then), at most 20 s
+wait_for_link() {
+	for _ in $(seq 200); do
+		ls -l "/proc/$1/fd" 2>/dev/null | grep -q 'anon_inode:bpf_link' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# -p on a process that loads the library after aperture attached (it waits for $TMP/late.go).
+bg env GPUAPP_GO="$TMP/late.go" "$WL/gpuapp" 500 0 0 0 1 >"$TMP/late.app"
+"$APERTURE" record --gpu -p "$BG_PID" -d 4 --top 10 >"$TMP/late.out" 2>"$TMP/late.err" &
+late_ap=$!
+wait_for_link $late_ap || diag "aperture -p $BG_PID: no BPF link after 20 s"
+touch "$TMP/late.go"
+wait $late_ap
 row2() { grep -E "^  $1 +[0-9]+ " "$TMP/late.out" | awk '{ print $3 }'; }
 is "late load: all 500 vecAdd launches seen" "$(row2 vecAdd)" 500
+
+# The daemon, whole machine: a process started after it, which dlopens the driver, is probed on
+# the daemon's tick, and those probes are pinned with the rest (they outlive the daemon).
+# Its own name: the machine's counts hold other processes' too.
+LDIR=/sys/fs/bpf/aperture-test-gpu-late-$$
+at_exit "'$APERTURE' run --unpin --pin '$LDIR' >/dev/null 2>&1"
+"$APERTURE" run --pin "$LDIR" --gpu 2>"$TMP/ldaemon.err" &
+ldaemon=$!
+_bg_pids+=("$ldaemon")
+for _ in $(seq 100); do [ -e "$LDIR/gpu_active" ] && break; sleep 0.1; done
+links_before=$(ls "$LDIR" | grep -c '^gpu_link_')
+ln -s "$WL/gpuapp" "$TMP/gpulate"
+"$TMP/gpulate" 400 0 0 0 1 0 1500 >"$TMP/ldaemon.app"	# launches 1.8 s after it starts
+run_ap ldump dump --pin "$LDIR" gpu
+is "daemon: a process started after it: its 400 launches" "$(stack_weight "$TMP/ldump.out" '^gpulate')" 400
+ge "daemon: the new probes are pinned" "$(ls "$LDIR" | grep -c '^gpu_link_')" $((links_before + 28))
+kill -TERM "$ldaemon"; wait "$ldaemon" 2>/dev/null
+"$TMP/gpulate" 100 0 0 0 1 >/dev/null	# the library is probed already: no wait needed
+run_ap ldump2 dump --pin "$LDIR" gpu
+is "daemon stopped: the pinned probes go on counting (400 + 100)" "$(stack_weight "$TMP/ldump2.out" '^gpulate')" 500
+run_ap lunpin run --unpin --pin "$LDIR"
 
 # Pinned: run --pin --gpu on a process that already has the driver loaded.
 DIR=/sys/fs/bpf/aperture-test-gpu-$$

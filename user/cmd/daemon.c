@@ -544,6 +544,23 @@ static void wait_until(struct daemon_run *run, uint64_t until)
 	}
 }
 
+/*
+ * Each profiler's tick (the GPU profiler attaches to the CUDA libraries that
+ * processes loaded since); what it attached is pinned with the rest.
+ */
+static void poll_profilers(struct daemon_run *run)
+{
+	for (int i = 0; i < run->nprofs; i++) {
+		struct profiler *p = run->profs[i];
+
+		if (!p->ops->poll)
+			continue;
+		p->ops->poll(p);
+		if (p->nlinks > p->nlinks_pinned)
+			pin_new_links(run->o.dir, p);
+	}
+}
+
 static void daemon_loop(struct daemon_run *run)
 {
 	uint64_t next_drain = run->interval_start_ns + DRAIN_EVERY_NS;
@@ -571,6 +588,7 @@ static void daemon_loop(struct daemon_run *run)
 			next_drain = now + DRAIN_EVERY_NS;
 		}
 		wait_until(run, run->o.output_dir && next_drain < interval_end ? next_drain : interval_end);
+		poll_profilers(run);
 	}
 	/* The partial last interval: what was counted since the last file is not lost. */
 	if (run->o.output_dir)

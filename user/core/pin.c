@@ -248,6 +248,7 @@ static int profiler_pin(struct pin_txn *txn, struct profiler *p)
 		snprintf(link_name, sizeof(link_name), "link_%d", i);
 		err = pin_fd(txn, bpf_link__fd(p->links[i]), name, link_name);
 		p->links_pinned = true;	/* even after a failure: the rollback decides */
+		p->nlinks_pinned = i + 1;
 	}
 	if (!err)
 		pin_iterators(txn, p);
@@ -382,6 +383,28 @@ static int start_one(struct pin_txn *txn, const struct profiler_ops *ops,
 		return err;
 	}
 	return profiler_attach(*out) ?: profiler_pin(txn, *out);
+}
+
+int pin_new_links(const char *dir, struct profiler *p)
+{
+	char name[32], path[PATH_MAX];
+	int err = 0, number = p->nlinks_pinned;
+
+	for (int i = p->nlinks_pinned; i < p->nlinks; i++) {
+		/* The first free NAME_link_N: a taken-over set's are numbered by the daemon that made them. */
+		do {
+			snprintf(name, sizeof(name), "link_%d", number++);
+			err = pin_path(path, dir, p->ops->name, name);
+		} while (!err && access(path, F_OK) == 0);
+		p->nlinks_pinned = i + 1;	/* tried once: a link not pinned lives as long as this loader */
+		p->links_pinned = true;
+		if (!err && bpf_obj_pin(bpf_link__fd(p->links[i]), path))
+			err = -errno;
+		if (err)
+			log_warn("%s: cannot pin %s: %s (it stops when this daemon does)", p->ops->name, path,
+				 strerror(-err));
+	}
+	return err;
 }
 
 /* Undoes a failed start: its pins go, its programs are detached and unloaded. */

@@ -44,6 +44,14 @@ int pin_start(const char *dir, const struct profiler_ops *const *ops, int n,
 	      const struct profiler_opts *opts, struct profiler **profs);
 
 /*
+ * Pins the links a running profiler attached since it was pinned (a library
+ * a new process loaded) as NAME_link_N, N the first free number, so that they
+ * outlive this daemon as the others do.  A link that cannot be pinned stays
+ * attached until this daemon exits (logged); returns the last error or 0.
+ */
+int pin_new_links(const char *dir, struct profiler *p);
+
+/*
  * Empties the totals and stacks of every profiler pinned under DIR, so that a
  * long-running daemon's maps do not fill up.  Counting is paused meanwhile
  * (control.enabled) and restored after.

@@ -154,6 +154,7 @@ struct profiler {
 	struct bpf_link **links;	/* everything attach created, for pinning and close */
 	int nlinks;
 	bool links_pinned;		/* close must leave the links attached */
+	int nlinks_pinned;		/* links[0 .. nlinks_pinned) have a pin (pin_new_links) */
 	int fd[MAP_SLOT_MAX];		/* see enum map_slot */
 	bool owns_shared;		/* created the run's shared maps: watches their ring buffer */
 	int live;			/* MAP_COUNTS_0 + live is the live generation */

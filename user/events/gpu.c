@@ -1,85 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * GPU kernel launches: owns the gpu skeleton (bpf/events/gpu.bpf.c).  Finds
- * the CUDA driver library (libcuda.so*) each target maps, through its
- * /proc/PID/maps and /proc/PID/root (a container's own driver), and attaches
- * the uprobes there, for that pid only; the whole machine gets every libcuda
- * some process maps (and the host's), for every process.  A target that
- * loads the library later (a COMMAND that dlopens it, as the CUDA runtime
- * does) is attached on the record loop's tick (poll, ~100 ms): launches
- * before that are not seen.
+ * GPU kernel launches: owns the gpu skeleton (bpf/events/gpu.bpf.c), whose
+ * uprobes gpu_probes.c attaches to the CUDA driver (libcuda) and runtime
+ * (libcudart) each target maps, at the start and on the caller's tick.
  *
  * Samples: launches/count and launch_time/nanoseconds for kernel and graph
  * launches, syncs/count and sync_wait/nanoseconds for the synchronize calls;
  * the leaf frame is the kernel's name (demangled), graph@0xHANDLE or the
  * synchronize call.  Times are the calls on the CPU, not GPU execution.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "gpu.h"
 #include "gpu.skel.h"
 #include "gpu_kernels.h"
-#include "procmaps.h"
+#include "gpu_probes.h"
 #include "profiler.h"
 #include "symbolize.h"
 #include "util.h"
 
 _Static_assert(sizeof(struct gpu_config) <= PROFILER_CONFIG_MAX, "gpu_config too big");
-
-/* How often the whole machine's processes are searched again for a libcuda file not probed yet. */
-#define MACHINE_RESCAN_NS (5 * 1000000000ull)
-
-/* The entry programs; every one but the lookups returns through call_exit. */
-enum gpu_prog {
-	PROG_LAUNCH, PROG_LAUNCH_EX, PROG_GRAPH, PROG_SYNC_CTX, PROG_SYNC_STREAM, PROG_SYNC_EVENT,
-	PROG_LOOKUP_NAME, PROG_LOOKUP_KERNEL,
-};
-
-/*
- * The driver's exported names (cuda.h of CUDA 13.0 and the stub libcuda.so's
- * dynamic symbols): the _ptsz forms are what a program built with
- * per-thread default streams calls.  A name an older driver lacks is skipped.
- */
-static const struct {
-	const char *func;
-	enum gpu_prog enter;
-} libcuda_probes[] = {
-	{ "cuLaunchKernel", PROG_LAUNCH },
-	{ "cuLaunchKernel_ptsz", PROG_LAUNCH },
-	/* Same first seven arguments as cuLaunchKernel. */
-	{ "cuLaunchCooperativeKernel", PROG_LAUNCH },
-	{ "cuLaunchCooperativeKernel_ptsz", PROG_LAUNCH },
-	{ "cuLaunchKernelEx", PROG_LAUNCH_EX },
-	{ "cuLaunchKernelEx_ptsz", PROG_LAUNCH_EX },
-	{ "cuGraphLaunch", PROG_GRAPH },
-	{ "cuGraphLaunch_ptsz", PROG_GRAPH },
-	{ "cuCtxSynchronize", PROG_SYNC_CTX },
-	{ "cuCtxSynchronize_v2", PROG_SYNC_CTX },
-	{ "cuStreamSynchronize", PROG_SYNC_STREAM },
-	{ "cuStreamSynchronize_ptsz", PROG_SYNC_STREAM },
-	{ "cuEventSynchronize", PROG_SYNC_EVENT },
-	{ "cuModuleGetFunction", PROG_LOOKUP_NAME },
-	{ "cuLibraryGetKernel", PROG_LOOKUP_NAME },
-	{ "cuKernelGetFunction", PROG_LOOKUP_KERNEL },
-};
-#define NPROBES (sizeof(libcuda_probes) / sizeof(libcuda_probes[0]))
-
-/* A libcuda file probed for a pid (-1: every process): one set of uprobes each. */
-struct probed_file {
-	dev_t dev;
-	ino_t ino;
-	int pid;
-};
 
 /* The last dims of a kernel seen over the whole run, and whether they ever changed. */
 struct kernel_dims {
@@ -90,54 +35,20 @@ struct kernel_dims {
 };
 
 struct gpu_priv {
-	struct probed_file *probed;
-	size_t nprobed, probed_cap;
-	uint64_t next_machine_scan_ns;
+	struct gpu_probes *probes;
 	struct kernel_dims *dims;
 	size_t ndims, dims_cap;
 };
 
-/* Grows *@array of *@cap elements of @size to hold one more than @n; false when out of memory. */
-static bool grow(void **array, size_t *cap, size_t n, size_t size)
-{
-	size_t want = *cap ? *cap * 2 : 16;
-	void *grown;
-
-	if (n < *cap)
-		return true;
-	grown = realloc(*array, want * size);
-	if (!grown)
-		return false;
-	*array = grown;
-	*cap = want;
-	return true;
-}
-
-static struct bpf_program *enter_prog(struct gpu_bpf *skel, enum gpu_prog prog)
-{
-	switch (prog) {
-	case PROG_LAUNCH: return skel->progs.launch_enter;
-	case PROG_LAUNCH_EX: return skel->progs.launch_ex_enter;
-	case PROG_GRAPH: return skel->progs.graph_enter;
-	case PROG_SYNC_CTX: return skel->progs.sync_ctx_enter;
-	case PROG_SYNC_STREAM: return skel->progs.sync_stream_enter;
-	case PROG_SYNC_EVENT: return skel->progs.sync_event_enter;
-	case PROG_LOOKUP_NAME: return skel->progs.lookup_name_enter;
-	case PROG_LOOKUP_KERNEL: return skel->progs.lookup_kernel_enter;
-	}
-	return NULL;
-}
-
-static struct bpf_program *exit_prog(struct gpu_bpf *skel, enum gpu_prog prog)
-{
-	return prog == PROG_LOOKUP_NAME || prog == PROG_LOOKUP_KERNEL ? skel->progs.lookup_exit
-								       : skel->progs.call_exit;
-}
-
 static int gpu_open(struct profiler *p, const struct profiler_opts *o)
 {
-	p->priv = calloc_logged(1, sizeof(struct gpu_priv));
-	if (!p->priv)
+	struct gpu_priv *priv = calloc_logged(1, sizeof(*priv));
+
+	p->priv = priv;
+	if (!priv)
+		return -ENOMEM;
+	priv->probes = gpu_probes_new();
+	if (!priv->probes)
 		return -ENOMEM;
 	return PROFILER_OPEN_SKEL(p, gpu);
 }
@@ -148,142 +59,10 @@ static void gpu_close(struct profiler *p)
 
 	gpu_bpf__destroy(p->skel);
 	if (priv) {
-		free(priv->probed);
+		gpu_probes_free(priv->probes);
 		free(priv->dims);
 	}
 	free(priv);
-}
-
-/* "libcuda.so.1", "libcuda.so.570.86.15": the driver; not libcudart, not libcuda-something. */
-static bool is_libcuda(const char *path)
-{
-	const char *base = strrchr(path, '/');
-
-	base = base ? base + 1 : path;
-	return strncmp(base, "libcuda.so", 10) == 0 && (base[10] == 0 || base[10] == '.');
-}
-
-/*
- * The libcuda @pid maps, as a path that reaches it from here: through
- * /proc/PID/root, so that a container's own driver is the one probed.
- */
-static bool libcuda_of_pid(int pid, char *path, size_t len)
-{
-	return proc_mapped_file(pid, is_libcuda, path, len);
-}
-
-/* The host's driver, where the whole machine's processes that load it later will find it. */
-static bool host_libcuda(char *path, size_t len)
-{
-	static const char *const candidates[] = {
-#if defined(__x86_64__)
-		"/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/lib/x86_64-linux-gnu/libcuda.so.1",
-#elif defined(__aarch64__)
-		"/usr/lib/aarch64-linux-gnu/libcuda.so.1", "/lib/aarch64-linux-gnu/libcuda.so.1",
-#endif
-		"/usr/lib64/libcuda.so.1", "/usr/lib/libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1",
-	};
-
-	return first_readable(candidates, sizeof(candidates) / sizeof(candidates[0]), path, len);
-}
-
-static bool already_probed(const struct gpu_priv *priv, const struct stat *st, int pid)
-{
-	for (size_t i = 0; i < priv->nprobed; i++)
-		if (priv->probed[i].dev == st->st_dev && priv->probed[i].ino == st->st_ino &&
-		    priv->probed[i].pid == pid)
-			return true;
-	return false;
-}
-
-static bool pid_probed(const struct gpu_priv *priv, int pid)
-{
-	for (size_t i = 0; i < priv->nprobed; i++)
-		if (priv->probed[i].pid == pid)
-			return true;
-	return false;
-}
-
-/* One uprobe (or uretprobe) on @func of @path for @pid; 0, or -errno (-ENOENT: no such symbol). */
-static int attach_one(struct profiler *p, struct bpf_program *prog, const char *path, const char *func,
-		      int pid, bool retprobe)
-{
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = func, .retprobe = retprobe);
-
-	return profiler_add_link(p, bpf_program__attach_uprobe_opts(prog, pid, path, 0, &uo));
-}
-
-/*
- * Every entry point of libcuda_probes on @path for @pid (-1: every process):
- * the entry first, then its return (a return without its entry counts nothing).
- */
-static void attach_file(struct profiler *p, const char *path, int pid)
-{
-	struct gpu_priv *priv = p->priv;
-	struct gpu_bpf *skel = p->skel;
-	int attached = 0, missing = 0, err = 0;
-	struct stat st;
-
-	if (stat(path, &st) || already_probed(priv, &st, pid))
-		return;
-	if (!grow((void **)&priv->probed, &priv->probed_cap, priv->nprobed, sizeof(*priv->probed)))
-		return;
-	priv->probed[priv->nprobed++] = (struct probed_file){ st.st_dev, st.st_ino, pid };
-	for (size_t i = 0; i < NPROBES; i++) {
-		const char *func = libcuda_probes[i].func;
-
-		err = attach_one(p, enter_prog(skel, libcuda_probes[i].enter), path, func, pid, false);
-		if (err == -ENOENT) {
-			missing++;	/* an older driver: not every name exists */
-			continue;
-		}
-		err = err ?: attach_one(p, exit_prog(skel, libcuda_probes[i].enter), path, func, pid, true);
-		if (err) {
-			log_warn("gpu: cannot probe %s in %s: %s", func, path, strerror(-err));
-			continue;
-		}
-		attached++;
-	}
-	log_info("gpu: %d CUDA entry points probed in %s (%s %d), %d not in this driver", attached, path,
-		 pid < 0 ? "every process" : "pid", pid, missing);
-	if (!attached)
-		log_warn("gpu: %s has none of the CUDA driver's launch or synchronize functions", path);
-}
-
-/* Every libcuda some process maps, and the host's, probed for every process. */
-static void attach_machine(struct profiler *p)
-{
-	char path[PATH_MAX];
-	struct dirent *de;
-	DIR *proc;
-
-	if (host_libcuda(path, sizeof(path)))
-		attach_file(p, path, -1);
-	proc = opendir("/proc");
-	while (proc && (de = readdir(proc)))
-		if (de->d_name[0] >= '1' && de->d_name[0] <= '9' &&
-		    libcuda_of_pid(atoi(de->d_name), path, sizeof(path)))
-			attach_file(p, path, -1);
-	if (proc)
-		closedir(proc);
-}
-
-/* Each target that maps libcuda and is not probed yet. */
-static void attach_targets(struct profiler *p)
-{
-	char path[PATH_MAX];
-
-	for (int i = 0; i < p->opts.npids; i++) {
-		int pid = (int)p->opts.pids[i];
-
-		if (!pid_probed(p->priv, pid) && libcuda_of_pid(pid, path, sizeof(path)))
-			attach_file(p, path, pid);
-	}
-}
-
-static bool whole_machine(const struct profiler *p)
-{
-	return !p->opts.npids && !p->opts.targets_only;
 }
 
 static int gpu_attach(struct profiler *p)
@@ -293,37 +72,29 @@ static int gpu_attach(struct profiler *p)
 
 	if (err || !p->skel)
 		return err;
-	if (whole_machine(p)) {
-		attach_machine(p);
-		priv->next_machine_scan_ns = now_ns(CLOCK_MONOTONIC) + MACHINE_RESCAN_NS;
-	} else {
-		attach_targets(p);
-	}
+	gpu_probes_start(p, priv->probes);
 	return 0;
 }
 
 /*
- * The record loop's tick: a target not probed yet is looked for again (the
- * CUDA runtime dlopens the driver after main starts); the whole machine is
- * searched for another libcuda file every few seconds (a process of the host
- * driver is caught by the probes on the host's file already).
+ * The caller's tick: the CUDA libraries loaded since (the runtime dlopens the
+ * driver after main starts).  A set taken over from pins has no programs in
+ * hand to attach: the probes its first daemon made go on counting.
  */
 static void gpu_poll(struct profiler *p)
 {
+	static bool told;
 	struct gpu_priv *priv = p->priv;
-	uint64_t now;
 
-	if (!priv || !p->skel)
-		return;
-	if (!whole_machine(p)) {
-		attach_targets(p);
+	if (priv && p->skel) {
+		gpu_probes_tick(p, priv->probes);
 		return;
 	}
-	now = now_ns(CLOCK_MONOTONIC);
-	if (now < priv->next_machine_scan_ns)
-		return;
-	attach_machine(p);
-	priv->next_machine_scan_ns = now + MACHINE_RESCAN_NS;
+	if (p->pinned && !told)
+		log_warn("gpu: taken over from pins: CUDA libraries that processes load from now on are not "
+			 "probed (the probes already pinned keep counting; `aperture run --unpin` and a new "
+			 "start probe them)");
+	told = true;
 }
 
 /* struct gpu_value -> { launches, launch ns, syncs, sync wait ns } */
@@ -345,7 +116,7 @@ static struct kernel_dims *dims_of(struct gpu_priv *priv, uint32_t tgid, uint64_
 	for (size_t i = 0; i < priv->ndims; i++)
 		if (priv->dims[i].tgid == tgid && priv->dims[i].object == object)
 			return &priv->dims[i];
-	if (!grow((void **)&priv->dims, &priv->dims_cap, priv->ndims, sizeof(*priv->dims)))
+	if (array_reserve((void **)&priv->dims, &priv->dims_cap, priv->ndims, sizeof(*priv->dims), 16))
 		return NULL;
 	priv->dims[priv->ndims] = (struct kernel_dims){ .tgid = tgid, .object = object, .grid = UINT64_MAX };
 	return &priv->dims[priv->ndims++];
@@ -362,7 +133,9 @@ static void gpu_on_record(struct profiler *p, const struct raw_record *rec)
 	uint64_t block = v->block & GPU_BLOCK_DIMS_MASK;
 	struct kernel_dims *d;
 
-	if (!p->priv || GPU_OBJECT_KIND(rec->key->object) != GPU_OBJ_KERNEL || !v->launches)
+	uint32_t kind = GPU_OBJECT_KIND(rec->key->object);
+
+	if (!p->priv || (kind != GPU_OBJ_KERNEL && kind != GPU_OBJ_RUNTIME) || !v->launches)
 		return;
 	d = dims_of(p->priv, rec->key->tgid, rec->key->object);
 	if (!d)
@@ -388,30 +161,63 @@ static char *kernel_name(const struct profiler *p, uint32_t tgid, uint64_t handl
 	return plain ?: strdup(name.name);
 }
 
-char *gpu_object_label(const struct profiler *p, uint32_t tgid, uint64_t object)
+/*
+ * A runtime launch's kernel whose driver launch was not seen: the host stub
+ * cudaLaunchKernel got is named as the kernel (nvcc gives it the kernel's
+ * mangled name); a cudaKernel_t may be a CUkernel the driver named.
+ */
+static char *runtime_kernel_name(const struct profiler *p, struct symbolizer *sym, uint32_t tgid,
+				 uint64_t handle)
 {
-	static const char *const sync_names[] = {
+	struct sym_frame frame;
+	char *name = kernel_name(p, tgid, handle);
+
+	if (name || !sym)
+		return name;
+	symbolizer_user(sym, tgid, handle, &frame);
+	if (!frame.function || frame.function_offset)
+		return NULL;	/* not a function's start: a handle, not a host stub */
+	return strdup(frame.function);
+}
+
+static const char *sync_name(uint64_t which)
+{
+	static const char *const names[] = {
 		[GPU_SYNC_CTX] = "cuCtxSynchronize",
 		[GPU_SYNC_STREAM] = "cuStreamSynchronize",
 		[GPU_SYNC_EVENT] = "cuEventSynchronize",
+		[GPU_SYNC_RT_DEVICE] = "cudaDeviceSynchronize",
+		[GPU_SYNC_RT_STREAM] = "cudaStreamSynchronize",
+		[GPU_SYNC_RT_EVENT] = "cudaEventSynchronize",
 	};
+
+	return which < sizeof(names) / sizeof(names[0]) ? names[which] : NULL;
+}
+
+char *gpu_object_label(const struct profiler *p, struct symbolizer *sym, uint32_t tgid, uint64_t object)
+{
 	uint64_t handle = GPU_OBJECT_HANDLE(object);
 	char *label = NULL;
 
 	switch (GPU_OBJECT_KIND(object)) {
 	case GPU_OBJ_KERNEL:
 		label = kernel_name(p, tgid, handle);
-		if (label || asprintf(&label, "kernel@0x%" PRIx64, handle) >= 0)
-			return label;
-		return NULL;
+		break;
+	case GPU_OBJ_RUNTIME:
+		label = runtime_kernel_name(p, sym, tgid, handle);
+		break;
 	case GPU_OBJ_GRAPH:
 		return asprintf(&label, "graph@0x%" PRIx64, handle) < 0 ? NULL : label;
 	case GPU_OBJ_SYNC:
-		if (handle < sizeof(sync_names) / sizeof(sync_names[0]) && sync_names[handle])
-			return strdup(sync_names[handle]);
-		break;
+		if (sync_name(handle))
+			return strdup(sync_name(handle));
+		/* fall through */
+	default:
+		return asprintf(&label, "gpu@0x%" PRIx64, object) < 0 ? NULL : label;
 	}
-	return asprintf(&label, "gpu@0x%" PRIx64, object) < 0 ? NULL : label;
+	if (label || asprintf(&label, "kernel@0x%" PRIx64, handle) >= 0)
+		return label;
+	return NULL;
 }
 
 /* The leaf frame: the kernel's name (the same for every sample of it), a graph, a sync call. */
@@ -420,7 +226,7 @@ static char *gpu_object_name(const struct profile *prof, const struct profile_sa
 {
 	if (known)
 		return strdup(known);
-	return gpu_object_label(prof->object_ctx, s->tgid, s->object);
+	return gpu_object_label(prof->object_ctx, prof->sym, s->tgid, s->object);
 }
 
 /* One row of the report: a kernel (or graph, or sync call) of a process, over all its samples. */

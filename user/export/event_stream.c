@@ -94,10 +94,11 @@ static int add_stack(struct event_stream *s, struct profiler *p, uint32_t tgid, 
  * A launch's fields (EVENT_GPU_KERNEL: the type says the record is the longer
  * struct): the kernel's name (malloc'ed), the launch call's time, the dims.
  */
-static void gpu_kernel_fields(struct profiler *p, const struct aperture_gpu_raw_event *ev,
+static void gpu_kernel_fields(struct profiler *p, struct symbolizer *sym,
+			      const struct aperture_gpu_raw_event *ev,
 			      struct pe_gpu_kernel *gpu)
 {
-	gpu->kernel_name = gpu_object_label(p, ev->raw.hdr.tgid, ev->raw.object);
+	gpu->kernel_name = gpu_object_label(p, sym, ev->raw.hdr.tgid, ev->raw.object);
 	gpu->duration_ns = ev->raw.duration_ns;	/* the launch call on the CPU, not GPU execution */
 	memcpy(gpu->grid_size, ev->grid, sizeof(gpu->grid_size));
 	memcpy(gpu->block_size, ev->block, sizeof(gpu->block_size));
@@ -156,7 +157,7 @@ void event_stream_raw(const struct aperture_raw_event *ev, void *stream)
 		e.sys.comm = comm;
 		break;
 	case PE_GPU_KERNEL:
-		gpu_kernel_fields(p, (const struct aperture_gpu_raw_event *)ev, &e.gpu);
+		gpu_kernel_fields(p, s->sym, (const struct aperture_gpu_raw_event *)ev, &e.gpu);
 		break;
 	default:
 		s->dropped++;

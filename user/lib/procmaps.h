@@ -13,6 +13,14 @@
  */
 bool proc_mapped_file(int pid, bool (*match)(const char *path), char *path, size_t len);
 
+/*
+ * Each file @pid maps for which @match(path) is true, as proc_mapped_file
+ * gives it, to @fn(path, @ctx) (once per run of lines of the same file).
+ * False when the maps cannot be read (the process is gone).
+ */
+bool proc_mapped_files(int pid, bool (*match)(const char *path), void (*fn)(const char *path, void *ctx),
+		       void *ctx);
+
 /* The first of @candidates (@n of them) that can be read, into @path. */
 bool first_readable(const char *const *candidates, size_t n, char *path, size_t len);
 

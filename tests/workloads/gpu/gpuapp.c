@@ -6,7 +6,9 @@
  *
  *   gpuapp N M K J S_MS [DELAY_MS [PAUSE_MS]]
  *
- * After DELAY_MS (default 0) it loads the library, calls cuInit (and waits
+ * After DELAY_MS (default 0), and once the file $GPUAPP_GO names exists
+ * (when set: a test creates it once aperture is attached), it loads the
+ * library, calls cuInit (and waits
  * PAUSE_MS more, default 0: a profiler can attach to it then), gets
  * "vecAdd" by cuModuleGetFunction and "_Z6matmulPfS_S_i" by
  * cuLibraryGetKernel + cuKernelGetFunction, then launches vecAdd N times
@@ -75,6 +77,15 @@ static void load_driver(struct driver *d)
 	d->launch_kernel_ex_ptsz = must_sym(lib, "cuLaunchKernelEx_ptsz");
 	d->graph_launch = must_sym(lib, "cuGraphLaunch");
 	d->ctx_synchronize = must_sym(lib, "cuCtxSynchronize");
+}
+
+/* Until the file $GPUAPP_GO exists (at most 60 s): the test says when to load the driver. */
+static void wait_for_go(void)
+{
+	const char *go = getenv("GPUAPP_GO");
+
+	for (int i = 0; go && *go && access(go, F_OK) && i < 6000; i++)
+		usleep(10000);
 }
 
 static void check(CUresult r, const char *what)
@@ -154,6 +165,7 @@ int main(int argc, char **argv)
 		usleep(atoi(argv[6]) * 1000);
 	snprintf(sync_us, sizeof(sync_us), "%d", s_ms * 1000);
 	setenv("FAKE_CUDA_SYNC_US", sync_us, 1);
+	wait_for_go();
 	load_driver(&d);
 	check(d.init(0), "cuInit");
 	if (argc > 7)
