@@ -59,7 +59,7 @@ static void stats_line(const struct agent *a)
 	for (size_t i = 0; i < a->ntasks; i++)
 		running += a->tasks[i]->state == TASK_RUNNING;
 	log_notice("stats: OAP %s %s; %zu processes, %zu tasks (%zu running); spool %zu of %zu bytes, "
-		   "%" PRIu64 " messages dropped", a->o.oap, a->oap_down ? "unreachable" : "up", a->nprocs,
+		   "%" PRIu64 " messages dropped", a->o.oap, a->outage ? "failing" : "up", a->nprocs,
 		   a->ntasks, running, a->spool.bytes, a->spool.limit, a->spool.dropped_msgs);
 }
 

@@ -80,7 +80,6 @@ static bool swap_channel(struct agent *a, struct agent_opts *next)
 	}
 	grpc_channel_free(a->ch);
 	a->ch = ch;
-	a->oap_down = false;
 	log_notice("reload: OAP %s%s", next->oap, next->tls.enabled ? " over TLS" : "");
 	return true;
 }
