@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,26 +48,32 @@ bool proc_mapped_file(int pid, bool (*match)(const char *path), char *path, size
 bool proc_mapped_files(int pid, bool (*match)(const char *path), void (*fn)(const char *path, void *ctx),
 		       void *ctx)
 {
-	char maps[64], line[PATH_MAX + 256], last[PATH_MAX] = "", path[PATH_MAX + 32];
+	char maps[64], path[PATH_MAX + 32];
+	char *line = NULL, *last = NULL;
+	size_t cap = 0;
 	FILE *f;
 
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
 	f = fopen(maps, "re");
 	if (!f)
 		return false;
-	while (fgets(line, sizeof(line), f)) {
+	/* getline, as mapped_file_in: a name longer than a buffer is not read as two lines. */
+	while (getline(&line, &cap, f) > 0) {
 		char *file = strchr(line, '/');
 
 		if (!file)
 			continue;
 		file[strcspn(file, "\n")] = 0;
 		/* A library is several lines in a row (its segments): one call. */
-		if (strcmp(file, last) == 0 || !match(file))
+		if ((last && strcmp(file, last) == 0) || !match(file))
 			continue;
-		snprintf(last, sizeof(last), "%s", file);
+		free(last);
+		last = strdup(file);
 		if (snprintf(path, sizeof(path), "/proc/%d/root%s", pid, file) < (int)sizeof(path))
 			fn(path, ctx);
 	}
+	free(last);
+	free(line);
 	fclose(f);
 	return true;
 }
