@@ -31,6 +31,10 @@ bad "-o with an unknown suffix" 2 record -d 1 -o "$TMP/x.unknownsuffix"
 bad "--state bogus" 2 record --offcpu --state bogus -d 1 -o "$TMP/x.folded"
 bad "--weight bogus" 2 record --offcpu --weight bogus -d 1 -o "$TMP/x.folded"
 bad "--min-block-us abc" 2 record --offcpu --min-block-us abc -d 1 -o "$TMP/x.folded"
+# getopt_long would take a unique prefix: --offcp for --offcpu, --gpu for run --oap's --gpu-events.
+bad "an abbreviated long option" 2 record --offcp -d 1 -o "$TMP/x.folded"
+bad "run --oap --gpu (no GPU task type; not --gpu-events)" 2 run --oap 127.0.0.1:1 --gpu -p 1
+bad "an abbreviated daemon option" 2 run --pin /sys/fs/bpf/aperture_none_$$ --interv 5
 ok "no output file left behind" test ! -e "$TMP/x.folded"
 
 # A command that cannot run is a runtime failure (exit 1), not an empty profile.

@@ -187,7 +187,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 	o->prof.keep_totals = true;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, g->shorts, g->opts, NULL)) != -1) {
+	while ((c = cli_getopt_next(argc, argv, g)) != -1) {
 		handled = cli_profiler_option(DAEMON_PROFILER_OPTIONS, c, optarg, &o->prof, o->pids, MAX_PIDS);
 		if (handled < 0)
 			return EXIT_USAGE;

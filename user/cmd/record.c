@@ -137,7 +137,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 	o->top = 15;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, g->shorts, g->opts, NULL)) != -1) {
+	while ((c = cli_getopt_next(argc, argv, g)) != -1) {
 		handled = cli_profiler_option(RECORD_PROFILER_OPTIONS, c, optarg, &o->prof, o->pids, MAX_PIDS);
 		if (handled < 0)
 			return EXIT_USAGE;

@@ -179,6 +179,24 @@ static void on_stop_signal(int sig)
 	cli_stop = sig;
 }
 
+int cli_getopt_next(int argc, char **argv, const struct cli_getopt *g)
+{
+	int at = optind, longindex = -1, c;
+	const char *given;
+	size_t len;
+
+	c = getopt_long(argc, argv, g->shorts, g->opts, &longindex);
+	if (c == -1 || c == '?' || longindex < 0 || at >= argc || strncmp(argv[at], "--", 2))
+		return c;
+	given = argv[at] + 2;
+	len = strcspn(given, "=");
+	if (len != strlen(g->opts[longindex].name) || strncmp(given, g->opts[longindex].name, len)) {
+		optind = at + 1;	/* the caller names argv[optind - 1] */
+		return '?';
+	}
+	return c;
+}
+
 void cli_install_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_stop_signal };

@@ -44,6 +44,14 @@ struct cli_getopt {
 	char shorts[48];
 };
 /*
+ * getopt_long over @g's tables, but a long option must be given whole:
+ * getopt_long takes any unique prefix, so `--gpu` would quietly be
+ * `--gpu-events` where no `--gpu` exists.  A prefix returns '?' (the caller's
+ * unknown-option line names it).
+ */
+int cli_getopt_next(int argc, char **argv, const struct cli_getopt *g);
+
+/*
  * Builds the tables of @own (the command's options, ending with a NULL name;
  * @own_shorts their letters) and the profiler options of @groups, and calls
  * @parse(@ctx, argc, argv, tables) with them: what it returns, or

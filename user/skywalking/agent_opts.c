@@ -364,7 +364,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 	apply_rover_defaults(o);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, g->shorts, g->opts, NULL)) != -1) {
+	while ((c = cli_getopt_next(argc, argv, g)) != -1) {
 		bool ok = true;
 
 		n = cli_profiler_option(CLI_KIND_OPTIONS, c, optarg, &o->prof, NULL, 0);
