@@ -223,6 +223,7 @@ int profiler_prepare(struct profiler *p)
 {
 	struct profiler_shared *shared = p->opts.shared;
 	struct bpf_program *exec_prog = bpf_object__find_program_by_name(p->obj, "process_exec");
+	struct bpf_program *exit_prog = bpf_object__find_program_by_name(p->obj, "process_exit");
 	bool owner = !shared || shared->fd[MAP_CONTROL] < 0;
 	int err = 0;
 
@@ -233,6 +234,8 @@ int profiler_prepare(struct profiler *p)
 	err = err ?: unwind_maps_prepare(p, owner);
 	if (exec_prog)
 		bpf_program__set_autoload(exec_prog, owner);
+	if (exit_prog)
+		bpf_program__set_autoload(exit_prog, owner);
 	for (int i = 0; i < MAP_SLOT_MAX && !err && !owner; i++)
 		if (map_slots[i].shared)
 			err = bpf_map__reuse_fd(slot_map(p, i), shared->fd[i]);
