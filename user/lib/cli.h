@@ -26,6 +26,7 @@ enum cli_groups {
 	CLI_TARGETS = 1 << 0,		/* -p, --cgroup, -U, -K */
 	CLI_KIND_FLAGS = 1 << 1,	/* --oncpu, --offcpu, ...: which profilers */
 	CLI_KIND_OPTIONS = 1 << 2,	/* each profiler's own (-F, --min-block-us, ...) */
+	CLI_CAPS = 1 << 3,		/* --stacks-max, --counts-max, --symbol-cache-mb */
 };
 
 struct option;
@@ -87,6 +88,8 @@ void cli_install_signals(void);
 extern volatile sig_atomic_t cli_reload;
 extern volatile sig_atomic_t cli_stats;
 void cli_install_daemon_signals(void);
+/* SIGUSR1 only (cli_stats): SIGHUP keeps its default. */
+void cli_install_stats_signal(void);
 /* libbpf's messages only with -v. */
 void cli_libbpf_logging(void);
 

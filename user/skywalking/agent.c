@@ -12,6 +12,7 @@
  * ledger (agent_ledger.c) keeps tasks and unacknowledged uploads on disk, so
  * that a crash loses and duplicates nothing.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,12 +21,37 @@
 #include "agent_internal.h"
 #include "cli.h"
 #include "symbolize.h"
+#include "usage.h"
 
 static void consume_events(struct agent *a)
 {
 	for (int k = 0; k < PROFILER_MAX; k++)
 		if (a->prof[k].events)
 			ring_buffer__consume(a->prof[k].events);
+}
+
+/* Caps and use: every heartbeat (with -v) and on SIGUSR1. */
+static void stats_line(struct agent *a, bool asked)
+{
+	struct usage_line line = { .len = 0 };
+	uint64_t rss_kib, fds;
+
+	for (int k = 0; k < PROFILER_MAX; k++) {
+		if (a->prof[k].p) {
+			usage_profiler(&line, a->prof[k].p);
+			usage_append(&line, "; ");
+		}
+	}
+	usage_symbols(&line, a->sym);
+	usage_append(&line, "; selected processes %zu/%d (%" PRIu64 " left out); tasks %zu; spool %zu/%zu bytes",
+		     a->nprocs, MAX_AGENT_PROCS, a->procs_left_out, a->ntasks, a->spool.bytes, a->spool.limit);
+	/* Said only when true: "dropped" in the log means data was. */
+	if (a->spool.dropped_msgs)
+		usage_append(&line, " (%" PRIu64 " messages dropped)", a->spool.dropped_msgs);
+	usage_append(&line, "; ");
+	usage_process(&rss_kib, &fds);
+	(asked ? log_notice : log_info)("stats: %s(used/cap) rss %" PRIu64 " KiB, %" PRIu64 " fds",
+					line.text, rss_kib, fds);
 }
 
 static uint64_t min_u64(uint64_t x, uint64_t y)
@@ -56,7 +82,12 @@ static void agent_loop(struct agent *a)
 			break;
 		if (now >= next_heartbeat) {
 			heartbeat(a);
+			stats_line(a, false);
 			next_heartbeat = next_tick(next_heartbeat, a->o.heartbeat_ms, now);
+		}
+		if (cli_stats) {
+			cli_stats = 0;
+			stats_line(a, true);
 		}
 		if (!a->fatal && now >= next_query) {
 			if (any_unreported(a))
@@ -71,6 +102,7 @@ static void agent_loop(struct agent *a)
 		tick_tasks(a);
 		if (now >= next_flush) {
 			flush(a);
+			symbolizer_trim(a->sym);	/* the flush's profiles are encoded and freed */
 			next_flush = next_tick(next_flush, a->o.flush_ms, now);
 		}
 		consume_events(a);
@@ -143,6 +175,7 @@ int agent_main(int argc, char **argv)
 		goto out;
 	cli_libbpf_logging();
 	cli_install_signals();
+	cli_install_stats_signal();
 	sw_uuid(a.agent_id);
 	host_identity(&a);
 	gopts.target = a.o.oap;
