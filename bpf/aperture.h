@@ -15,7 +15,7 @@
  * Bump when any map's key/value layout or the control struct changes: a daemon
  * that finds pinned maps of another version refuses to mix them.
  */
-#define APERTURE_LAYOUT_VERSION 5
+#define APERTURE_LAYOUT_VERSION 6
 
 /* perf_event_max_stack's default; a stack value is depth * 8 bytes. */
 #define APERTURE_MAX_DEPTH 127
@@ -110,7 +110,8 @@ struct aperture_control {
 	LOSS(STAT_OTHER, "other errors")						\
 	X(STAT_RAW_SENT, "raw events sent")	/* into the events ring buffer */	\
 	X(STAT_RAW_LOST, "raw events lost (ring buffer full)")			\
-	X(STAT_WAIT_UNFINISHED, "waits unfinished at exit")	/* a begin whose end never came */
+	X(STAT_WAIT_UNFINISHED, "waits unfinished at exit")	/* a begin whose end never came */ \
+	LOSS(STAT_TOTALS_FULL, "totals map full")	/* not in the never-drained totals */
 
 #define APERTURE_STAT_ENUM(id, what) id,
 enum aperture_stat {

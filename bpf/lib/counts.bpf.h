@@ -56,10 +56,10 @@ static __always_inline void *live_counts(void)
 
 /*
  * Returns the value slot for @key in @counts, inserting a zeroed one when it
- * is new; NULL (counted) when the map is full.
+ * is new; NULL (counted as @full_stat) when the map is full.
  */
 static __always_inline void *counts_slot(void *counts, const struct sample_key *key,
-					 const void *zero_value)
+					 const void *zero_value, __u32 full_stat)
 {
 	void *slot;
 	/*
@@ -76,7 +76,7 @@ static __always_inline void *counts_slot(void *counts, const struct sample_key *
 		return slot;
 	err = bpf_map_update_elem(counts, key, zero_value, BPF_NOEXIST);
 	if (err && err != -EEXIST) {
-		stat_inc(err == -E2BIG || err == -ENOMEM ? STAT_COUNTS_FULL : STAT_OTHER);
+		stat_inc(err == -E2BIG || err == -ENOMEM ? full_stat : STAT_OTHER);
 		return NULL;
 	}
 	slot = bpf_map_lookup_elem(counts, key);
@@ -96,12 +96,12 @@ static __always_inline void record_event(const struct aperture_control *ctl,
 	COUNTS_VALUE *slot;
 
 	stat_inc(STAT_EVENTS);
-	slot = counts_slot(live_counts(), key, &zero_value);
+	slot = counts_slot(live_counts(), key, &zero_value, STAT_COUNTS_FULL);
 	if (slot)
 		COUNTS_VALUE_ADD(slot, delta);
 	if (!ctl->keep_totals)
 		return;
-	slot = counts_slot(&totals, key, &zero_value);
+	slot = counts_slot(&totals, key, &zero_value, STAT_TOTALS_FULL);
 	if (slot)
 		COUNTS_VALUE_ADD(slot, delta);
 }

@@ -105,6 +105,22 @@ static __always_inline void raw_event_emit(const struct aperture_control *ctl, _
 	raw_event_submit(ev);
 }
 
+/*
+ * A process that exits is forgotten: the next process its pid is given to
+ * is announced (its own maps read) instead of passing for the old one.  The
+ * leader's exit stands for the process's; threads left behind, if any, are
+ * announced again, which costs user space one "already tracked" check.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(process_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	if (task->pid == tgid)
+		bpf_map_delete_elem(&seen_tgids, &tgid);
+	return 0;
+}
+
 /* After exec the maps are new: announce the process again. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(process_exec, struct task_struct *task)

@@ -120,6 +120,20 @@ else
 fi
 is "kernel: address below the kernel" "$(field "$("$SYMTEST" kernel 0x1000)" name)" "[unknown]"
 
+# --- bounded: over the limit the tables go and come back on demand; an exited process
+#     is forgotten at the second trim after it exited (its samples are drained by then)
+start bounded "$WL/apsym_lib" || fail "apsym_lib started"
+A=$(hex_add "$ADDR" 4)
+out=$("$SYMTEST" track "$PID" user "$PID" "$A" limit 1 trim limit 67108864 user "$PID" "$A" trim \
+	kill "$PID" trim trim)
+reap "$PID"
+trims() { printf '%s\n' "$out" | grep '^trim' | sed -n "$1p"; }
+ge "over the limit: the symbol tables are dropped" "$(field "$(trims 1 | tr ' ' '\t')" tables_unloaded)" 1
+is "  the frame is named again afterwards" "$(field "$(printf '%s\n' "$out" | grep '^user' | sed -n 2p)" name)" apsym_lib_spin
+is "  under the limit, the live process is kept" "$(field "$(trims 2 | tr ' ' '\t')" procs)" 1
+is "exited: kept at the first trim" "$(field "$(trims 3 | tr ' ' '\t')" procs)" 1
+is "  forgotten at the second" "$(field "$(trims 4 | tr ' ' '\t')" procs)" 0
+
 # --- memory: every allocation freed, no invalid access
 if command -v valgrind >/dev/null; then
 	vg() {
@@ -130,7 +144,8 @@ if command -v valgrind >/dev/null; then
 	start vg "$WL/apsym_lib" || fail "apsym_lib started"
 	A=$(hex_add "$ADDR" 4)
 	ok "valgrind: clean" vg track "$PID" user "$PID" "$A" kernel "${ksched:-0}" \
-		user "$PID" 0x10 kill "$PID" user "$PID" "$A" mappings
+		user "$PID" 0x10 limit 1 trim limit 67108864 user "$PID" "$A" trim \
+		kill "$PID" user "$PID" "$A" mappings
 	reap "$PID"
 	is "valgrind run: named after exit" "$(field "$(grep '^user' "$TMP/vg.out" | tail -n1)" name)" apsym_lib_spin
 else

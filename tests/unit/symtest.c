@@ -7,6 +7,9 @@
  *   kernel ADDR          -> "kernel ADDR ..." (same fields)
  *   kill PID             -> SIGKILL, then waits until it is a zombie or gone
  *   mappings             -> one "mapping ID kernel=K name=.. build_id=.. path=.." line each
+ *   limit BYTES          -> the cache limit (symbolizer_set_cache_limit), no output
+ *   trim                 -> symbolizer_trim, then "trim bytes=N procs=N files=N
+ *                           procs_dropped=N files_dropped=N tables_unloaded=N"
  * Fields are tab-separated so names may hold spaces.
  */
 #include <errno.h>
@@ -61,6 +64,17 @@ static void print_mappings(struct symbolizer *sym)
 		       maps[i]->path);
 }
 
+static void print_trim(struct symbolizer *sym)
+{
+	struct sym_usage u;
+
+	symbolizer_trim(sym);
+	symbolizer_usage(sym, &u);
+	printf("trim bytes=%zu procs=%zu files=%zu procs_dropped=%" PRIu64 " files_dropped=%" PRIu64
+	       " tables_unloaded=%" PRIu64 "\n", u.bytes, u.procs, u.files, u.procs_dropped,
+	       u.files_dropped, u.tables_unloaded);
+}
+
 static int need(int i, int n, int argc, const char *op)
 {
 	if (i + n < argc)
@@ -78,6 +92,16 @@ static int run_op(struct symbolizer *sym, int argc, char **argv, int i)
 	if (!strcmp(op, "mappings")) {
 		print_mappings(sym);
 		return 0;
+	}
+	if (!strcmp(op, "trim")) {
+		print_trim(sym);
+		return 0;
+	}
+	if (!strcmp(op, "limit")) {
+		if (need(i, 1, argc, op))
+			return -1;
+		symbolizer_set_cache_limit((size_t)strtoull(argv[i + 1], NULL, 0));
+		return 1;
 	}
 	if (!strcmp(op, "track") || !strcmp(op, "kill") || !strcmp(op, "kernel")) {
 		unsigned long long v;

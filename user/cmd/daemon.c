@@ -2,9 +2,12 @@
 /*
  * The local pinned daemon.  It loads the profilers (or takes over the ones a
  * previous daemon pinned, which kept counting meanwhile), pins them and then
- * has nothing to do: the BPF programs aggregate into the pinned totals, the
- * control map steers them, iterators print them.  Nothing is drained here,
- * so a restart, even after kill -9, cannot lose or double-count anything.
+ * has little to do: the BPF programs aggregate into the pinned totals, the
+ * control map steers them, iterators print them.  The totals are never
+ * drained, so a restart, even after kill -9, cannot lose or double-count
+ * anything.  Each second the live generation is drained (into the
+ * --output-dir profiles, or dropped), which keeps it from filling up and
+ * lets the stacks no count refers to any more be collected.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,10 +28,13 @@
 #include "outdir.h"
 #include "pin.h"
 #include "profiler.h"
+#include "usage.h"
 #include "util.h"
 
 #define MAX_PIDS 256
-#define DRAIN_EVERY_NS 1000000000ull	/* with --output-dir: generations drained each second */
+#define DRAIN_EVERY_NS 1000000000ull	/* generations drained each second */
+/* Stacks collected at most this often: a pass walks the stacks and totals maps key by key. */
+#define COLLECT_EVERY_NS 5000000000ull
 
 struct daemon_opts {
 	struct profiler_opts prof;
@@ -48,7 +54,7 @@ enum {
 	OPT_KEEP_FILES, OPT_KEEP_MB,
 };
 
-#define DAEMON_PROFILER_OPTIONS (CLI_TARGETS | CLI_KIND_FLAGS | CLI_KIND_OPTIONS)
+#define DAEMON_PROFILER_OPTIONS (CLI_TARGETS | CLI_KIND_FLAGS | CLI_KIND_OPTIONS | CLI_CAPS)
 
 static const struct option daemon_options[] = {
 	{ "pin", required_argument, NULL, OPT_PIN },
@@ -79,11 +85,11 @@ struct daemon_run {
 	struct profile profiles[PROFILER_MAX];
 	struct outdir out;
 	uint64_t interval_start_ns;	/* CLOCK_MONOTONIC */
+	uint64_t next_collect_ns;	/* the next pass of the stacks' garbage collector */
 	uint64_t files_written;
 	uint64_t write_errors;
 	/* the last interval's counters, for deltas */
-	uint64_t last_events[PROFILER_MAX];
-	uint64_t last_lost[PROFILER_MAX];
+	uint64_t last_stats[PROFILER_MAX][STAT_MAX];
 };
 
 static void usage(FILE *out)
@@ -108,6 +114,8 @@ static void usage(FILE *out)
 	cli_profiler_help(out, CLI_KIND_FLAGS);
 	fprintf(out, "\nWhat and how (the initial target set; default every process):\n");
 	cli_profiler_help(out, CLI_TARGETS | CLI_KIND_OPTIONS);
+	fprintf(out, "\nCaps (the stats line, SIGUSR1 and every interval, shows each one's use):\n");
+	cli_profiler_help(out, CLI_CAPS);
 	fprintf(out,
 "\n"
 "      --pin DIR            the pin directory (bpffs)\n"
@@ -185,6 +193,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 	o->interval_s = 60;
 	cli_profiler_defaults(&o->prof);
 	o->prof.keep_totals = true;
+	o->prof.gc_stacks = true;	/* drained every second, totals kept: see daemon_loop */
 	optind = 1;
 	opterr = 0;
 	while ((c = cli_getopt_next(argc, argv, g)) != -1) {
@@ -253,120 +262,106 @@ static void count_misses(const struct profile *prof, uint64_t *misses, uint64_t 
 	}
 }
 
+/* "N lost (stacks map full 3, ...)": the interval's losses, by cause. */
+static void losses(struct usage_line *line, const uint64_t *now, const uint64_t *last)
+{
+	uint64_t delta[STAT_MAX];
+	const char *sep = " (";
+
+	for (int s = 0; s < STAT_MAX; s++)
+		delta[s] = now[s] - last[s];
+	usage_append(line, "%" PRIu64 " lost", profiler_lost(delta));
+	if (!profiler_lost(delta))
+		return;
+#define NOT_LOSS(id, what)
+#define LOSS(id, what) \
+	if (delta[id]) { usage_append(line, "%s%s %" PRIu64, sep, what, delta[id]); sep = ", "; }
+	APERTURE_STATS(NOT_LOSS, LOSS)
+#undef NOT_LOSS
+#undef LOSS
+	usage_append(line, ")");
+}
+
 /* @say false: only takes the counters the next interval's deltas start from. */
 static void health_line(struct daemon_run *run, uint64_t misses, uint64_t frames, bool say)
 {
-	char line[1024];
-	size_t len = 0;
+	struct usage_line line = { .len = 0 };
 	uint64_t stats[STAT_MAX];
 
-	for (int i = 0; i < run->nprofs && len < sizeof(line); i++) {
+	for (int i = 0; i < run->nprofs; i++) {
 		struct profiler *p = run->profs[i];
-		uint64_t lost;
 
 		if (profiler_stats(p, stats))
 			continue;
-		lost = profiler_lost(stats);
-		len += snprintf(line + len, sizeof(line) - len, "%s: %" PRIu64 " %s, %" PRIu64 " lost; ",
-				p->ops->name, stats[STAT_EVENTS] - run->last_events[i], p->ops->value_types[0].type,
-				lost - run->last_lost[i]);
-		run->last_events[i] = stats[STAT_EVENTS];
-		run->last_lost[i] = lost;
+		usage_append(&line, "%s: %" PRIu64 " %s, ", p->ops->name,
+			     stats[STAT_EVENTS] - run->last_stats[i][STAT_EVENTS], p->ops->value_types[0].type);
+		losses(&line, stats, run->last_stats[i]);
+		usage_append(&line, "; ");
+		memcpy(run->last_stats[i], stats, sizeof(stats));
 	}
 	if (!say)
 		return;
-	if (run->o.output_dir && len < sizeof(line))
-		len += snprintf(line + len, sizeof(line) - len, "symbols missing: %" PRIu64 " of %" PRIu64
-				" frames; files: %" PRIu64 " written, %" PRIu64 " failed; ",
-				misses, frames, run->files_written, run->write_errors);
-	log_notice("interval %" PRIu64 "s: %soap: none (local daemon); spool: none", run->o.interval_s, line);
+	if (run->o.output_dir)
+		usage_append(&line, "symbols missing: %" PRIu64 " of %" PRIu64 " frames; files: %" PRIu64
+			     " written, %" PRIu64 " failed; ", misses, frames, run->files_written, run->write_errors);
+	log_notice("interval %" PRIu64 "s: %soap: none (local daemon); spool: none", run->o.interval_s,
+		   line.text);
 }
 
-/* Entries in the map behind @fd, and its max_entries; false when it cannot be read. */
-static bool map_use(int fd, uint64_t *used, uint64_t *cap)
-{
-	struct bpf_map_info info = {};
-	__u32 info_len = sizeof(info);
-	void *key, *next;
-	bool first = true;
-
-	*used = 0;
-	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &info_len))
-		return false;
-	*cap = info.max_entries;
-	key = calloc(2, info.key_size ? info.key_size : 1);
-	if (!key)
-		return false;
-	next = (char *)key + info.key_size;
-	while (bpf_map_get_next_key(fd, first ? NULL : key, next) == 0 && *used < *cap + 1) {
-		memcpy(key, next, info.key_size);
-		first = false;
-		(*used)++;
-	}
-	free(key);
-	return true;
-}
-
-/* This process's resident memory (KiB) and open fds, from /proc/self. */
-static void process_use(uint64_t *rss_kib, uint64_t *fds)
-{
-	FILE *f = fopen("/proc/self/statm", "re");
-	unsigned long size, resident = 0;
-	DIR *dir = opendir("/proc/self/fd");
-
-	if (f && fscanf(f, "%lu %lu", &size, &resident) != 2)
-		resident = 0;
-	if (f)
-		fclose(f);
-	*rss_kib = resident * (uint64_t)(sysconf(_SC_PAGESIZE) / 1024);
-	*fds = 0;
-	while (dir && readdir(dir))
-		(*fds)++;
-	if (dir) {
-		*fds -= 3;	/* ".", ".." and the directory's own fd */
-		closedir(dir);
-	}
-}
-
+/* Caps and use: every interval and on SIGUSR1. */
 static void stats_line(struct daemon_run *run)
 {
-	char line[2048];
-	size_t len = 0;
-	uint64_t used, cap, rss_kib, fds, files, bytes;
+	struct usage_line line = { .len = 0 };
+	uint64_t rss_kib, fds, files, bytes;
 
-	for (int i = 0; i < run->nprofs && len < sizeof(line); i++) {
+	for (int i = 0; i < run->nprofs; i++) {
 		struct profiler *p = run->profs[i];
-		static const enum map_slot shown[] = { MAP_STACKS, MAP_TOTALS, MAP_TARGET_PIDS };
 
-		len += snprintf(line + len, sizeof(line) - len, "%s:", p->ops->name);
-		for (size_t m = 0; m < sizeof(shown) / sizeof(shown[0]) && len < sizeof(line); m++)
-			if (map_use(p->fd[shown[m]], &used, &cap))
-				len += snprintf(line + len, sizeof(line) - len, " %s %" PRIu64 "/%" PRIu64,
-						map_slots[shown[m]].pin, used, cap);
-		if (run->o.output_dir && len < sizeof(line)) {
+		usage_profiler(&line, p);
+		if (run->o.output_dir) {
 			outdir_usage(&run->out, p->ops->name, &files, &bytes);
-			len += snprintf(line + len, sizeof(line) - len, " files %" PRIu64 "/%" PRIu64
-					" bytes %" PRIu64 "/%" PRIu64, files, run->o.keep_files, bytes,
-					run->o.keep_mb << 20);
+			usage_append(&line, " files %" PRIu64 "/%" PRIu64 " bytes %" PRIu64 "/%" PRIu64, files,
+				     run->o.keep_files, bytes, run->o.keep_mb << 20);
 		}
-		if (len < sizeof(line))
-			len += snprintf(line + len, sizeof(line) - len, "; ");
+		usage_append(&line, "; ");
 	}
-	process_use(&rss_kib, &fds);
-	log_notice("stats: %s(used/cap; 0: no cap) rss %" PRIu64 " KiB, %" PRIu64 " fds", line, rss_kib, fds);
+	usage_symbols(&line, run->sym);
+	if (run->sym)
+		usage_append(&line, "; ");
+	usage_process(&rss_kib, &fds);
+	log_notice("stats: %s(used/cap; 0: no cap) rss %" PRIu64 " KiB, %" PRIu64 " fds", line.text,
+		   rss_kib, fds);
 }
 
 /* --- local outputs --- */
 
+static int drop_record(struct profiler *p, const struct raw_record *rec, void *ctx)
+{
+	return 0;
+}
+
+/*
+ * Without --output-dir the live generation is drained and dropped: the
+ * totals hold the aggregate, and a live map never drained would fill up and
+ * count every new key as lost.  Draining also lets the stacks be collected.
+ */
 static void drain_all(struct daemon_run *run)
 {
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	bool collect = now >= run->next_collect_ns;
+
 	for (int i = 0; i < run->nprofs; i++) {
-		int err = profiler_snapshot_into(run->profs[i], &run->profiles[i]);
+		struct profiler *p = run->profs[i];
+		int err = run->o.output_dir ? profiler_snapshot_into(p, &run->profiles[i])
+					    : profiler_snapshot(p, drop_record, NULL);
 
 		if (err)	/* the counts stay in the kernel's generation: the next drain takes them */
-			log_warn("%s: cannot drain the interval's counts: %s", run->profs[i]->ops->name,
-				 strerror(-err));
+			log_warn("%s: cannot drain the interval's counts: %s", p->ops->name, strerror(-err));
+		else if (collect)
+			profiler_collect_stacks(p);	/* a failure is said once, and deletes nothing */
 	}
+	if (collect)
+		run->next_collect_ns = now + COLLECT_EVERY_NS;
 }
 
 static void start_profiles(struct daemon_run *run, uint64_t now)
@@ -393,6 +388,7 @@ static void write_profiles(struct daemon_run *run, uint64_t now, uint64_t *misse
 			run->write_errors++;
 		profile_free(prof);
 	}
+	symbolizer_trim(run->sym);	/* nothing refers to its frames until the next drain */
 	start_profiles(run, now);
 }
 
@@ -403,6 +399,7 @@ static void end_interval(struct daemon_run *run, uint64_t now)
 	if (run->o.output_dir)
 		write_profiles(run, now, &misses, &frames);
 	health_line(run, misses, frames, true);
+	stats_line(run);
 }
 
 /* --- SIGHUP --- */
@@ -583,11 +580,11 @@ static void daemon_loop(struct daemon_run *run)
 				run->interval_start_ns = now;
 			continue;
 		}
-		if (run->o.output_dir && now >= next_drain) {
+		if (now >= next_drain) {
 			drain_all(run);
 			next_drain = now + DRAIN_EVERY_NS;
 		}
-		wait_until(run, run->o.output_dir && next_drain < interval_end ? next_drain : interval_end);
+		wait_until(run, next_drain < interval_end ? next_drain : interval_end);
 		poll_profilers(run);
 	}
 	/* The partial last interval: what was counted since the last file is not lost. */

@@ -61,7 +61,7 @@ struct record_run {
 
 enum { OPT_WEIGHT = 256, OPT_FORMAT, OPT_TOP, OPT_EVENTS, OPT_HELP, OPT_VERSION };
 
-#define RECORD_PROFILER_OPTIONS (CLI_TARGETS | CLI_KIND_FLAGS | CLI_KIND_OPTIONS)
+#define RECORD_PROFILER_OPTIONS (CLI_TARGETS | CLI_KIND_FLAGS | CLI_KIND_OPTIONS | CLI_CAPS)
 
 static const struct option record_options[] = {
 	{ "duration", required_argument, NULL, 'd' },
@@ -89,7 +89,7 @@ static void usage(FILE *out)
 "\n"
 "How:\n"
 "  -d, --duration SECONDS   how long (default 10; with COMMAND: until it exits)\n");
-	cli_profiler_help(out, CLI_KIND_OPTIONS);
+	cli_profiler_help(out, CLI_KIND_OPTIONS | CLI_CAPS);
 	fprintf(out,
 "\n"
 "Output:\n"

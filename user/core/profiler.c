@@ -18,6 +18,15 @@ const struct profiler_ops *const profilers[] = {
 	NULL,
 };
 
+/* Who reads the ring buffer's records (profiler_watch_events). */
+struct profiler_sink {
+	struct ring_buffer *rb;		/* the reader the caller polls */
+	struct symbolizer *sym;
+	struct unwinder *unwinder;	/* NULL: frame pointers only */
+	raw_event_fn raw;
+	void *ctx;
+};
+
 #define STAT_NAME(id, what) [id] = what,
 const char *const stat_names[STAT_MAX] = { APERTURE_STATS(STAT_NAME, STAT_NAME) };
 
@@ -163,6 +172,7 @@ void profiler_close(struct profiler *p)
 	free(p->links);
 	free(p->sink);
 	unwinder_free(p->unwinder);
+	stack_gc_free(p->gc);
 	if (p->pinned) {
 		for (int i = 0; i < MAP_SLOT_MAX; i++)
 			if (p->fd[i] >= 0)
@@ -223,6 +233,7 @@ int profiler_prepare(struct profiler *p)
 {
 	struct profiler_shared *shared = p->opts.shared;
 	struct bpf_program *exec_prog = bpf_object__find_program_by_name(p->obj, "process_exec");
+	struct bpf_program *exit_prog = bpf_object__find_program_by_name(p->obj, "process_exit");
 	bool owner = !shared || shared->fd[MAP_CONTROL] < 0;
 	int err = 0;
 
@@ -233,6 +244,8 @@ int profiler_prepare(struct profiler *p)
 	err = err ?: unwind_maps_prepare(p, owner);
 	if (exec_prog)
 		bpf_program__set_autoload(exec_prog, owner);
+	if (exit_prog)
+		bpf_program__set_autoload(exit_prog, owner);
 	for (int i = 0; i < MAP_SLOT_MAX && !err && !owner; i++)
 		if (map_slots[i].shared)
 			err = bpf_map__reuse_fd(slot_map(p, i), shared->fd[i]);
@@ -279,6 +292,7 @@ int profiler_attach_tracing(struct profiler *p)
 
 void profiler_shared_init(struct profiler_shared *shared)
 {
+	shared->events = NULL;
 	for (int i = 0; i < MAP_SLOT_MAX; i++)
 		shared->fd[i] = -1;
 	shared->unwind_rows_fd = shared->unwind_procs_fd = -1;
@@ -291,6 +305,7 @@ void profiler_shared_close(struct profiler_shared *shared)
 			close(shared->fd[i]);
 		shared->fd[i] = -1;
 	}
+	shared->events = NULL;	/* the caller's, freed by it */
 	if (shared->unwind_rows_fd >= 0)
 		close(shared->unwind_rows_fd);
 	if (shared->unwind_procs_fd >= 0)
@@ -397,6 +412,8 @@ static int drain_by_walk(struct profiler *p, int fd, bool keep, record_fn fn, vo
 			bpf_map_delete_elem(fd, prev);
 		if (bpf_map_lookup_elem(fd, &next, values) == 0 && !err) {
 			p->drained_events += values[0];
+			if (p->gc)
+				stack_gc_note(p->gc, &next);
 			err = fn(p, &rec, ctx);
 		}
 		key = next;
@@ -449,6 +466,8 @@ static int drain(struct profiler *p, int fd, bool keep, record_fn fn, void *ctx)
 			};
 
 			p->drained_events += rec.values[0];
+			if (p->gc)
+				stack_gc_note(p->gc, rec.key);
 			err = fn(p, &rec, ctx);
 		}
 		in_batch = &batch_pos;
@@ -459,9 +478,18 @@ cleanup:
 	return err;
 }
 
+/* The reader of the run's new-process notifications, or NULL. */
+static struct ring_buffer *announcements(const struct profiler *p)
+{
+	if (p->sink && p->sink->rb)
+		return p->sink->rb;
+	return p->opts.shared ? p->opts.shared->events : NULL;
+}
+
 int profiler_flip(struct profiler *p)
 {
 	int idle = p->live, next = !p->live;
+	struct ring_buffer *rb;
 	__u32 zero = 0;
 
 	/* Returns after synchronize_rcu(): no program still writes the idle map. */
@@ -470,6 +498,19 @@ int profiler_flip(struct profiler *p)
 		return -errno;
 	}
 	p->live = next;
+	/*
+	 * A program announces a process before it counts its first event: after
+	 * the flip, every process counted in the idle generation is in the ring
+	 * buffer.  Read them now, so that the drain names them with their own maps
+	 * (a pid reused since would otherwise still have its old process's).
+	 */
+	rb = announcements(p);
+	if (rb)
+		ring_buffer__consume(rb);
+	if (p->opts.gc_stacks && !p->gc)
+		p->gc = stack_gc_new();	/* NULL: no collection, said by calloc_logged */
+	if (p->gc)
+		stack_gc_flipped(p->gc);
 	return idle;
 }
 
@@ -506,16 +547,68 @@ int profiler_clear_generation(struct profiler *p, int gen)
 
 int profiler_stack(struct profiler *p, uint64_t stack_id, uint64_t *ips, uint32_t max)
 {
+	const struct aperture_stack *deleted;
 	struct aperture_stack st;
 	uint32_t depth;
 
 	if (!stack_id || stack_id == APERTURE_STACK_LOST)
 		return 0;
-	if (bpf_map_lookup_elem(p->fd[MAP_STACKS], &stack_id, &st))
-		return -errno;
+	if (bpf_map_lookup_elem(p->fd[MAP_STACKS], &stack_id, &st)) {
+		int err = -errno;
+
+		/* Counted by a program that found it just before the collector deleted it. */
+		deleted = p->gc ? stack_gc_tombstone(p->gc, stack_id) : NULL;
+		if (!deleted)
+			return err;
+		memcpy(&st, deleted, sizeof(uint64_t) + deleted->depth * sizeof(st.ips[0]));
+	}
 	depth = st.depth < max ? st.depth : max;
 	memcpy(ips, st.ips, depth * sizeof(*ips));
 	return depth;
+}
+
+int profiler_collect_stacks(struct profiler *p)
+{
+	int err;
+
+	if (!p->gc)
+		return 0;
+	err = stack_gc_pass(p->gc, p->fd[MAP_STACKS], p->fd[MAP_TOTALS]);
+	if (err && !p->gc_failed)
+		log_warn("%s: cannot collect unused stacks: %s (said once)", p->ops->name, strerror(-err));
+	p->gc_failed |= err != 0;
+	return err;
+}
+
+void profiler_gc_stats(const struct profiler *p, struct stack_gc_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (p->gc)
+		stack_gc_stats(p->gc, out);
+}
+
+bool map_use(int fd, uint64_t *used, uint64_t *cap)
+{
+	struct bpf_map_info info = {};
+	__u32 info_len = sizeof(info);
+	void *key, *next;
+	bool first = true;
+
+	*used = 0;
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &info_len))
+		return false;
+	*cap = info.max_entries;
+	key = calloc(2, info.key_size ? info.key_size : 1);
+	if (!key)
+		return false;
+	next = (char *)key + info.key_size;
+	while (bpf_map_get_next_key(fd, first ? NULL : key, next) == 0 && *used < *cap + 1) {
+		memcpy(key, next, info.key_size);
+		first = false;
+		(*used)++;
+	}
+	free(key);
+	return true;
 }
 
 int profiler_stats(struct profiler *p, uint64_t *out)
@@ -538,13 +631,6 @@ int profiler_stats(struct profiler *p, uint64_t *out)
 	free(percpu);
 	return 0;
 }
-
-struct profiler_sink {
-	struct symbolizer *sym;
-	struct unwinder *unwinder;	/* NULL: frame pointers only */
-	raw_event_fn raw;
-	void *ctx;
-};
 
 static int on_process_event(void *arg, void *data, size_t size)
 {
@@ -587,13 +673,18 @@ int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct sy
 		p->unwinder = unwinder_new(bpf_object__find_map_fd_by_name(p->obj, "unwind_rows"),
 					   p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT,
 					   bpf_object__find_map_fd_by_name(p->obj, "unwind_procs"));
-	*p->sink = (struct profiler_sink){ sym, p->unwinder, fn, ctx };
+	*p->sink = (struct profiler_sink){ NULL, sym, p->unwinder, fn, ctx };
 	if (!*rb) {
 		*rb = ring_buffer__new(p->fd[MAP_EVENTS], on_process_event, p->sink, NULL);
 		if (!*rb)
 			err = -errno;
 	} else {
 		err = ring_buffer__add(*rb, p->fd[MAP_EVENTS], on_process_event, p->sink);
+	}
+	if (!err) {
+		p->sink->rb = *rb;
+		if (p->opts.shared)
+			p->opts.shared->events = *rb;
 	}
 	if (err)
 		log_warn("%s: no new-process notifications (%s): processes that exit early may stay "

@@ -13,6 +13,7 @@
 #include "aperture.h"
 #include "profile.h"
 #include "kernel_features.h"
+#include "stackgc.h"
 #include "unwinder.h"
 
 struct bpf_link;
@@ -50,8 +51,10 @@ extern const struct map_slot_desc map_slots[MAP_SLOT_MAX];
  * creates them (and loads the one exec program); the owner closes the fds
  * (profiler_shared_close).
  */
+struct ring_buffer;
 struct profiler_shared {
 	int fd[MAP_SLOT_MAX];	/* shared slots only; -1 until created */
+	struct ring_buffer *events;	/* the owner's reader of MAP_EVENTS (profiler_watch_events), or NULL */
 	int unwind_rows_fd;	/* the DWARF unwinding tables (not pinned: only a loader that */
 	int unwind_procs_fd;	/* watches processes fills them); -1 until created */
 };
@@ -74,6 +77,9 @@ struct profiler_opts {
 	bool targets_only;		/* filter by pid even with no pid: count nothing */
 	bool disabled;			/* loaded and attached, but not counting */
 	bool raw_events;		/* a reader takes raw events (control.raw_events) */
+	bool gc_stacks;			/* the caller drains every interval: delete stacks no count
+					 * refers to (profiler_collect_stacks); never with raw events,
+					 * whose stack ids are read later */
 	enum unwind_mode unwind;	/* --unwind */
 	uint32_t unwind_rows;		/* rows map size (0: UNWIND_ROWS_DEFAULT) */
 	uint32_t kinds;			/* (1 << ops->id) of each profiler named on the command line */
@@ -163,6 +169,8 @@ struct profiler {
 	bool dwarf;			/* user stacks by DWARF CFI where tables exist (opts.unwind resolved) */
 	bool fp_in_bpf;			/* frame-pointer walks by the BPF program, not bpf_get_stack() */
 	struct unwinder *unwinder;	/* builds the tables (owner, once it watches processes) */
+	struct stack_gc *gc;		/* opts.gc_stacks: made at the first flip */
+	bool gc_failed;			/* a pass failed: said once */
 };
 
 /* This kind's config in @opts. */
@@ -208,6 +216,18 @@ uint32_t profiler_generation_id(const struct profiler *p, int gen);
 /* Reads a stack by id into @ips (leaf first); returns depth or a negative errno. */
 int profiler_stack(struct profiler *p, uint64_t stack_id, uint64_t *ips, uint32_t max);
 
+/*
+ * With opts.gc_stacks, after a snapshot (or a flip and its read): deletes
+ * the stacks no count has referred to in two passes (user/core/stackgc.h).
+ * 0 or a negative errno (logged once; nothing deleted).
+ */
+int profiler_collect_stacks(struct profiler *p);
+/* What the collector did so far (zeros when it is off). */
+void profiler_gc_stats(const struct profiler *p, struct stack_gc_stats *out);
+
+/* Entries in the map behind @fd, and its max_entries; false when it cannot be read. */
+bool map_use(int fd, uint64_t *used, uint64_t *cap);
+
 /* Sums the per-CPU loss/activity counters into @out[STAT_MAX]. */
 int profiler_stats(struct profiler *p, uint64_t *out);
 
@@ -215,8 +235,9 @@ int profiler_stats(struct profiler *p, uint64_t *out);
  * Reads @p's new-process notifications into *@rb (created when NULL, else
  * added to) and has @sym track each process announced, so that it is
  * symbolized even after it exits.  Poll *@rb with ring_buffer__poll().
+ * Each flip reads what *@rb holds (see profiler_flip): *@rb must outlive
+ * the flips of @p and of the profilers sharing its maps.
  */
-struct ring_buffer;
 int profiler_watch_processes(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym);
 
 /* Receives the raw events (struct aperture_raw_event) of the ring buffer. */

@@ -242,6 +242,9 @@ enum {
 	CLI_OPT_UNWIND,
 	CLI_OPT_NO_DEMANGLE,
 	CLI_OPT_UNWIND_ROWS,
+	CLI_OPT_STACKS_MAX,
+	CLI_OPT_COUNTS_MAX,
+	CLI_OPT_SYMBOL_CACHE_MB,
 	CLI_KIND_FLAG = 300,		/* + ops->id */
 	CLI_KIND_OPTION = 400,		/* + ops->id * CLI_KIND_OPTIONS_MAX + index */
 };
@@ -255,6 +258,12 @@ static const struct option target_options[] = {
 	{ "unwind", required_argument, NULL, CLI_OPT_UNWIND },
 	{ "no-demangle", no_argument, NULL, CLI_OPT_NO_DEMANGLE },
 	{ "unwind-rows", required_argument, NULL, CLI_OPT_UNWIND_ROWS },
+};
+
+static const struct option cap_options[] = {
+	{ "stacks-max", required_argument, NULL, CLI_OPT_STACKS_MAX },
+	{ "counts-max", required_argument, NULL, CLI_OPT_COUNTS_MAX },
+	{ "symbol-cache-mb", required_argument, NULL, CLI_OPT_SYMBOL_CACHE_MB },
 };
 
 static bool add_option(struct option *opts, int *n, int max, struct option entry)
@@ -291,6 +300,8 @@ bool cli_profiler_getopt(unsigned groups, struct option *opts, int *n, int max, 
 		if (target_options[i].val < 128)
 			ok = ok && add_short(shorts, shorts_len, target_options[i].val, target_options[i].has_arg);
 	}
+	for (size_t i = 0; (groups & CLI_CAPS) && i < sizeof(cap_options) / sizeof(cap_options[0]); i++)
+		ok = ok && add_option(opts, n, max, cap_options[i]);
 	for (int k = 0; profilers[k]; k++) {
 		const struct profiler_ops *ops = profilers[k];
 
@@ -371,6 +382,14 @@ void cli_profiler_help(FILE *out, unsigned groups)
 			  "of kernel memory); files no live process maps are evicted first");
 		help_line(out, 0, "no-demangle", NULL, "C++ and Rust names as in the symbol table (_ZN...)");
 	}
+	if (groups & CLI_CAPS) {
+		help_line(out, 0, "stacks-max", "N", "room for N distinct stacks per profiler (default 16384: ~1 KiB of\n"
+			  "kernel memory each); beyond, stacks are lost (counted)");
+		help_line(out, 0, "counts-max", "N", "room for N aggregation keys per profiler and generation (default\n"
+			  "16384); beyond, samples are lost (counted)");
+		help_line(out, 0, "symbol-cache-mb", "M", "symbol cache limit in MiB (default 64): least recently used\n"
+			  "files' tables and exited processes go first");
+	}
 	for (int k = 0; (groups & CLI_KIND_OPTIONS) && profilers[k]; k++)
 		for (const struct profiler_option *po = profilers[k]->options; po && po->name; po++)
 			help_line(out, po->short_name, po->name, po->arg, po->help);
@@ -412,6 +431,32 @@ static bool parse_unwind(const char *arg, enum unwind_mode *mode)
 	}
 	log_error("--unwind: '%s' is not one of auto, dwarf, fp", arg);
 	return false;
+}
+
+/* The size caps: 1 or -1 when @c is one, else 0. */
+static int cap_option(int c, const char *arg, struct profiler_opts *o)
+{
+	uint64_t n;
+
+	switch (c) {
+	case CLI_OPT_STACKS_MAX:
+		/* Preallocated, ~1 KiB each: 1M is a GiB of kernel memory. */
+		if (!cli_parse_u64("--stacks-max", arg, 1, 1u << 20, &n))
+			return -1;
+		o->stacks_entries = (uint32_t)n;
+		return 1;
+	case CLI_OPT_COUNTS_MAX:
+		if (!cli_parse_u64("--counts-max", arg, 1, 1u << 22, &n))
+			return -1;
+		o->counts_entries = (uint32_t)n;
+		return 1;
+	case CLI_OPT_SYMBOL_CACHE_MB:
+		if (!cli_parse_u64("--symbol-cache-mb", arg, 1, 1u << 20, &n))
+			return -1;
+		symbolizer_set_cache_limit((size_t)n << 20);
+		return 1;
+	}
+	return 0;
 }
 
 static int target_option(int c, const char *arg, struct profiler_opts *o, uint32_t *pids, int max_pids)
@@ -460,6 +505,8 @@ int cli_profiler_option(unsigned groups, int c, const char *arg, struct profiler
 	const struct profiler_option *po;
 	int handled = groups & CLI_TARGETS ? target_option(c, arg, o, pids, max_pids) : 0;
 
+	if (!handled && (groups & CLI_CAPS))
+		handled = cap_option(c, arg, o);
 	if (handled)
 		return handled;
 	if ((groups & CLI_KIND_FLAGS) && c >= CLI_KIND_FLAG && c < CLI_KIND_FLAG + PROFILER_MAX) {

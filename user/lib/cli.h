@@ -26,6 +26,7 @@ enum cli_groups {
 	CLI_TARGETS = 1 << 0,		/* -p, --cgroup, -U, -K */
 	CLI_KIND_FLAGS = 1 << 1,	/* --oncpu, --offcpu, ...: which profilers */
 	CLI_KIND_OPTIONS = 1 << 2,	/* each profiler's own (-F, --min-block-us, ...) */
+	CLI_CAPS = 1 << 3,		/* --stacks-max, --counts-max, --symbol-cache-mb */
 };
 
 struct option;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * The first file @pid maps for which @match(path) is true, as a path that
@@ -23,5 +24,12 @@ bool proc_mapped_files(int pid, bool (*match)(const char *path), void (*fn)(cons
 
 /* The first of @candidates (@n of them) that can be read, into @path. */
 bool first_readable(const char *const *candidates, size_t n, char *path, size_t len);
+
+/*
+ * @pid's start time (/proc/PID/stat field 22, clock ticks since boot): with
+ * the pid, it names one process, whatever reuses the pid later.  0 when the
+ * process is gone or its stat unreadable.
+ */
+uint64_t proc_start_time(uint32_t pid);
 
 #endif /* PROCMAPS_H */

@@ -21,6 +21,7 @@
 #include "agent_internal.h"
 #include "cli.h"
 #include "symbolize.h"
+#include "usage.h"
 
 static void consume_events(struct agent *a)
 {
@@ -36,6 +37,30 @@ static void consume_events(struct agent *a)
  */
 #define STOP_GRACE_MS 3000
 
+/* Caps and use: every heartbeat (with -v) and on SIGUSR1. */
+static void stats_line(struct agent *a, bool asked)
+{
+	struct usage_line line = { .len = 0 };
+	uint64_t rss_kib, fds;
+
+	for (int k = 0; k < PROFILER_MAX; k++) {
+		if (a->prof[k].p) {
+			usage_profiler(&line, a->prof[k].p);
+			usage_append(&line, "; ");
+		}
+	}
+	usage_symbols(&line, a->sym);
+	usage_append(&line, "; selected processes %zu/%d (%" PRIu64 " left out); tasks %zu; spool %zu/%zu bytes",
+		     a->nprocs, MAX_AGENT_PROCS, a->procs_left_out, a->ntasks, a->spool.bytes, a->spool.limit);
+	/* Said only when true: "dropped" in the log means data was. */
+	if (a->spool.dropped_msgs)
+		usage_append(&line, " (%" PRIu64 " messages dropped)", a->spool.dropped_msgs);
+	usage_append(&line, "; ");
+	usage_process(&rss_kib, &fds);
+	(asked ? log_notice : log_info)("stats: %s(used/cap) rss %" PRIu64 " KiB, %" PRIu64 " fds",
+					line.text, rss_kib, fds);
+}
+
 static uint64_t min_u64(uint64_t x, uint64_t y)
 {
 	return x < y ? x : y;
@@ -49,18 +74,6 @@ static uint64_t next_tick(uint64_t due, uint64_t period_ms, uint64_t now)
 {
 	due += period_ms * MS;
 	return due > now ? due : now + period_ms * MS;
-}
-
-/* SIGUSR1: where the agent stands, in one line. */
-static void stats_line(const struct agent *a)
-{
-	size_t running = 0;
-
-	for (size_t i = 0; i < a->ntasks; i++)
-		running += a->tasks[i]->state == TASK_RUNNING;
-	log_notice("stats: OAP %s %s; %zu processes, %zu tasks (%zu running); spool %zu of %zu bytes, "
-		   "%" PRIu64 " messages dropped", a->o.oap, a->outage ? "failing" : "up", a->nprocs,
-		   a->ntasks, running, a->spool.bytes, a->spool.limit, a->spool.dropped_msgs);
 }
 
 static void agent_loop(struct agent *a)
@@ -78,13 +91,14 @@ static void agent_loop(struct agent *a)
 			cli_reload = 0;
 			agent_reload(a);
 		}
-		if (cli_stats) {
-			cli_stats = 0;
-			stats_line(a);
-		}
 		if (now >= next_heartbeat) {
 			heartbeat(a);
+			stats_line(a, false);
 			next_heartbeat = next_tick(next_heartbeat, a->o.heartbeat_ms, now);
+		}
+		if (cli_stats) {
+			cli_stats = 0;
+			stats_line(a, true);
 		}
 		if (!a->fatal && now >= next_query) {
 			if (any_unreported(a))
@@ -99,6 +113,7 @@ static void agent_loop(struct agent *a)
 		tick_tasks(a);
 		if (now >= next_flush) {
 			flush(a);
+			symbolizer_trim(a->sym);	/* the flush's profiles are encoded and freed */
 			next_flush = next_tick(next_flush, a->o.flush_ms, now);
 		}
 		consume_events(a);

@@ -91,6 +91,9 @@ void capture(struct agent *a, const int *gen)
 				 strerror(-err));
 	}
 	test_crash_point("cleared");
+	for (int k = 0; k < PROFILER_MAX; k++)
+		if (a->prof[k].p && gen[k] >= 0)
+			profiler_collect_stacks(a->prof[k].p);	/* a failure is said once, deletes nothing */
 	if (batch.n)
 		spool_push(&a->spool, &batch, seq);
 	sw_msgs_free(&batch);

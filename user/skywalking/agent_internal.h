@@ -30,6 +30,8 @@
 #include "util.h"
 
 #define MAX_SELECT 64
+/* Selected processes tracked at most; more are left out (counted) until some exit. */
+#define MAX_AGENT_PROCS 4096
 #define MS 1000000ull		/* ns per ms */
 #define STATE_DIR_DEFAULT "/var/lib/aperture"
 
@@ -140,6 +142,7 @@ struct agent {
 	struct symbolizer *sym;
 	struct agent_proc **procs;
 	size_t nprocs;
+	uint64_t procs_left_out;	/* selected while the table was full */
 	struct agent_task **tasks;
 	size_t ntasks;
 	struct agent_prof prof[PROFILER_MAX];	/* by profiler id; ops NULL: no SkyWalking target */

@@ -96,7 +96,10 @@ static void usage(FILE *out)
 "Profiling (each profiler's options, for the tasks it serves).  OFF_CPU tasks count\n"
 "every switch out as SkyWalking Rover does: --state all --min-block-us 0 unless given.\n");
 	cli_profiler_help(out, CLI_KIND_OPTIONS);
+	fprintf(out, "\nCaps (SIGUSR1 and every heartbeat: a stats line with each one's use):\n");
+	cli_profiler_help(out, CLI_CAPS);
 	fprintf(out,
+"\n"
 "      --pin DIR              keep both profilers loaded and pinned under DIR (bpffs): the\n"
 "                             control map, target set, totals and iterators of `aperture run\n"
 "                             --pin` (see the README); they survive a restart, and a restarted\n"
@@ -361,13 +364,14 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 	o->layer = SW_LAYER_DEFAULT;
 	o->state_dir = getenv("APERTURE_STATE_DIR") ?: STATE_DIR_DEFAULT;
 	cli_profiler_defaults(&o->prof);
+	o->prof.gc_stacks = true;	/* every flush drains the counts */
 	apply_rover_defaults(o);
 	optind = 1;
 	opterr = 0;
 	while ((c = cli_getopt_next(argc, argv, g)) != -1) {
 		bool ok = true;
 
-		n = cli_profiler_option(CLI_KIND_OPTIONS, c, optarg, &o->prof, NULL, 0);
+		n = cli_profiler_option(CLI_KIND_OPTIONS | CLI_CAPS, c, optarg, &o->prof, NULL, 0);
 		if (n < 0)
 			return EXIT_USAGE;
 		if (n)
@@ -433,6 +437,6 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 /* Returns 0 to go on, -1 after --help, or an exit code. */
 int parse_args(struct agent_opts *o, int argc, char **argv)
 {
-	return cli_parse(argc, argv, "+p:d:vh", agent_options, CLI_KIND_OPTIONS, parse_with, o);
+	return cli_parse(argc, argv, "+p:d:vh", agent_options, CLI_KIND_OPTIONS | CLI_CAPS, parse_with, o);
 }
 

@@ -15,6 +15,7 @@
 #include "agent_internal.h"
 #include "elfsyms.h"
 #include "globmatch.h"
+#include "procmaps.h"
 
 /* A small /proc (or token) file into @buf, NUL-terminated: its length or -errno. */
 ssize_t read_small(const char *path, char *buf, size_t size)
@@ -28,26 +29,6 @@ ssize_t read_small(const char *path, char *buf, size_t size)
 	fclose(f);
 	buf[n] = '\0';
 	return (ssize_t)n;
-}
-
-static uint64_t proc_start_time(uint32_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long start = 0;
-	int field;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	/* comm may hold spaces and parens: fields count from the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	for (field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	if (p)
-		sscanf(p + 1, "%llu", &start);
-	return start;
 }
 
 static bool cgroup_selected(const struct agent_opts *o, uint32_t pid)
@@ -308,9 +289,17 @@ static void scan_one(struct agent *a, uint32_t pid)
 	    (!*exe || (!exe_selected(&a->o, exe, comm) && !cgroup_selected(&a->o, pid))))
 		return;
 	start = proc_start_time(pid);
+	if (!start)
+		return;		/* exited since the listing, or its stat unreadable */
 	p = proc_find(a, pid, start);
 	if (p) {
 		p->seen = true;
+		return;
+	}
+	if (a->nprocs >= MAX_AGENT_PROCS) {
+		if (!a->procs_left_out++)
+			log_warn("more than %d selected processes: the others are left out (the stats line counts them)",
+				 MAX_AGENT_PROCS);
 		return;
 	}
 	p = proc_new(a, pid, start, exe, comm);

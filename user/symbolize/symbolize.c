@@ -14,8 +14,16 @@
  * Addresses are looked up as given: a caller with return addresses of
  * non-leaf frames that wants the call site passes addr - 1.
  * An address outside every known mapping re-reads maps (dlopen, JIT), at most
- * once a second per process.  A reused pid keeps the old process's maps until
- * such a re-read.  Not thread-safe: one symbolizer per thread, or a lock.
+ * once a second per process.  A process is known by its pid and start time:
+ * one announced again under a pid whose start time changed (the pid was
+ * reused) starts afresh, never with the old process's maps.
+ *
+ * Memory is bounded: at most MAX_PROCS processes and MAX_FILES files, and at
+ * each symbolizer_trim() (called where no frame handed out is still used)
+ * the mappings and names handed out are released, processes that exited
+ * are forgotten, and above the cache limit the least recently used files go
+ * (their symbol tables, read again on demand while a process maps them).
+ * Not thread-safe: one symbolizer per thread, or a lock.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,8 +38,10 @@
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <libiberty/demangle.h>
+#include <signal.h>
 #include "elfsyms.h"
 #include "kallsyms.h"
+#include "procmaps.h"
 #include "strintern.h"
 #include "cfi.h"
 #include "symbolize.h"
@@ -45,6 +55,7 @@
 #define MAX_OPEN_FDS	256		/* beyond, files are read at once and closed */
 #define MAX_JIT_SYMS	(1u << 20)
 #define MAX_NAME_BYTES	(256u << 20)	/* interned names (module+0xOFF, JIT) */
+#define CACHE_LIMIT_DEFAULT	(64u << 20)
 #define REFRESH_NS	1000000000ull	/* re-read maps on a miss at most once a second */
 /*
  * A process is often announced by its first event, right after its exec,
@@ -66,6 +77,10 @@ struct elf_file {			/* one file, shared by every process mapping it */
 	int fd;				/* open until the symbols are read */
 	uint32_t opener;		/* tgid whose root holds its debug files */
 	bool loaded;
+	bool unloaded;			/* tables dropped to stay under the limit: read again on demand */
+	size_t refs;			/* process mappings pointing here */
+	uint64_t last_used;		/* symbolizer tick, for eviction */
+	size_t bytes;			/* what its tables take, once loaded */
 	char *path;			/* without " (deleted)" */
 	struct elf_syms syms;
 };
@@ -80,6 +95,9 @@ struct proc_map {			/* one executable mapping of a process */
 struct proc {
 	struct proc *next;		/* hash chain */
 	uint32_t tgid;
+	uint64_t start_time;		/* proc_start_time(): tells a reused pid apart; 0 unknown */
+	bool gone;			/* had exited at the last trim: forgotten at the next */
+	size_t bytes;			/* what its maps and JIT symbols take */
 	uint64_t last_used;		/* symbolizer tick, for eviction */
 	uint64_t refreshed_ns;
 	uint64_t tracked_ns;		/* when announced: its maps grow for a while after */
@@ -97,11 +115,20 @@ struct symbolizer {
 	size_t nfiles, open_fds;
 	struct sym_mapping **mappings;	/* every one handed out, index = id - 1 */
 	size_t nmappings, mappings_cap;
+	size_t mapping_bytes, file_bytes, proc_bytes;
+	uint64_t files_dropped, tables_unloaded, procs_dropped, pids_reused;
 	struct strintern names;
 	struct kallsyms ksyms;
 	bool kernel_tried, ksyms_ok;
 	struct sym_mapping *kernel_map;
 };
+
+static size_t cache_limit = CACHE_LIMIT_DEFAULT;
+
+void symbolizer_set_cache_limit(size_t bytes)
+{
+	cache_limit = bytes;
+}
 
 struct symbolizer *symbolizer_new(void)
 {
@@ -153,6 +180,7 @@ static struct sym_mapping *hand_out(struct symbolizer *sym, const struct sym_map
 	m->build_id = memcpy(strs + plen + nlen, tmpl->build_id, blen);
 	m->id = (uint32_t)sym->nmappings + 1;
 	sym->mappings[sym->nmappings++] = m;
+	sym->mapping_bytes += sizeof(*m) + plen + nlen + blen;
 	return m;
 }
 
@@ -280,12 +308,25 @@ static struct elf_file *file_find(struct symbolizer *sym, dev_t dev, ino_t ino)
 	return NULL;
 }
 
+static size_t symtab_bytes(const struct symtab *tab)
+{
+	return tab->cap * sizeof(*tab->syms) + tab->pool_cap;
+}
+
+static size_t file_tables_bytes(const struct elf_file *f)
+{
+	const struct elf_syms *es = &f->syms;
+
+	return symtab_bytes(&es->tab) + es->nloads * sizeof(*es->loads) +
+	       es->nfdes * (sizeof(*es->fde_starts) + sizeof(*es->fde_ends));
+}
+
 static void file_load(struct symbolizer *sym, struct elf_file *f)
 {
 	char root[64];
 	int err;
 
-	if (f->loaded)
+	if (f->loaded || f->fd < 0)
 		return;
 	snprintf(root, sizeof(root), "/proc/%u/root", f->opener);
 	err = elf_syms_load(&f->syms, f->fd, f->path, root);
@@ -295,6 +336,26 @@ static void file_load(struct symbolizer *sym, struct elf_file *f)
 	f->fd = -1;
 	sym->open_fds--;
 	f->loaded = true;
+	f->unloaded = false;
+	f->bytes = file_tables_bytes(f);
+	sym->file_bytes += f->bytes;
+}
+
+/* Drops @f's tables to make room; a later lookup reads them again (file_reload). */
+static void file_unload(struct symbolizer *sym, struct elf_file *f)
+{
+	char build_id[ELFSYMS_BUILD_ID_HEX];
+
+	if (!f->loaded)
+		return;
+	memcpy(build_id, f->syms.build_id, sizeof(build_id));	/* handed-out mappings show it */
+	elf_syms_free(&f->syms);
+	memcpy(f->syms.build_id, build_id, sizeof(build_id));
+	sym->file_bytes -= f->bytes;
+	f->bytes = 0;
+	f->loaded = false;
+	f->unloaded = true;
+	sym->tables_unloaded++;
 }
 
 /* map_files works for deleted files and memfd; the root path for other namespaces. */
@@ -313,11 +374,41 @@ static int open_mapped(uint32_t tgid, const struct proc_map *m, const char *path
 	return fd >= 0 ? fd : -errno;
 }
 
+/* Into the file table; the struct and path count in the cache's bytes. */
+static void file_insert(struct symbolizer *sym, struct elf_file *f)
+{
+	size_t b = file_bucket(f->dev, f->ino);
+
+	f->next = sym->files[b];
+	sym->files[b] = f;
+	sym->nfiles++;
+	sym->file_bytes += sizeof(*f) + strlen(f->path) + 1;
+}
+
+/* Out of the table and freed: only a file no process mapping points to. */
+static void file_drop(struct symbolizer *sym, struct elf_file *f)
+{
+	struct elf_file **pp = &sym->files[file_bucket(f->dev, f->ino)];
+
+	while (*pp != f)
+		pp = &(*pp)->next;
+	*pp = f->next;
+	sym->nfiles--;
+	sym->file_bytes -= sizeof(*f) + strlen(f->path) + 1 + f->bytes;
+	if (f->fd >= 0) {
+		close(f->fd);
+		sym->open_fds--;
+	}
+	elf_syms_free(&f->syms);
+	free(f->path);
+	free(f);
+	sym->files_dropped++;
+}
+
 static struct elf_file *file_get(struct symbolizer *sym, uint32_t tgid, const struct proc_map *m,
 				 dev_t dev, ino_t ino)
 {
 	struct elf_file *f = file_find(sym, dev, ino);
-	size_t b = file_bucket(dev, ino);
 	char *path;
 	int fd;
 
@@ -336,10 +427,9 @@ static struct elf_file *file_get(struct symbolizer *sym, uint32_t tgid, const st
 		free(path);
 		return NULL;
 	}
-	*f = (struct elf_file){ .next = sym->files[b], .dev = dev, .ino = ino, .fd = fd,
-				.opener = tgid, .path = path };
-	sym->files[b] = f;
-	sym->nfiles++;
+	*f = (struct elf_file){ .dev = dev, .ino = ino, .fd = fd, .opener = tgid, .path = path,
+				.last_used = sym->tick };
+	file_insert(sym, f);
 	sym->open_fds++;
 	if (sym->open_fds > MAX_OPEN_FDS)
 		file_load(sym, f);
@@ -371,7 +461,7 @@ static struct elf_file *vdso_file(struct symbolizer *sym)
 {
 	uint64_t start = getauxval(AT_SYSINFO_EHDR);
 	struct elf_file *f = file_find(sym, 0, 0);
-	size_t size, b = file_bucket(0, 0);
+	size_t size;
 	int fd;
 
 	if (f || !start || !(size = own_vdso_size(start)))
@@ -386,11 +476,10 @@ static struct elf_file *vdso_file(struct symbolizer *sym)
 		close(fd);
 		return NULL;
 	}
-	f->next = sym->files[b];
 	f->fd = fd;
 	f->opener = (uint32_t)getpid();
-	sym->files[b] = f;
-	sym->nfiles++;
+	f->last_used = sym->tick;
+	file_insert(sym, f);
 	sym->open_fds++;
 	return f;
 }
@@ -401,8 +490,11 @@ static void maps_free(struct proc_map *maps, size_t n)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (maps[i].file)
+			maps[i].file->refs--;
 		free(maps[i].path);
+	}
 	free(maps);
 }
 
@@ -429,6 +521,8 @@ static int parse_map(struct symbolizer *sym, uint32_t tgid, char *line, struct p
 		m->file = file_get(sym, tgid, m, makedev(major, minor), (ino_t)ino);
 	else if (strcmp(m->path, "[vdso]") == 0)
 		m->file = vdso_file(sym);
+	if (m->file)
+		m->file->refs++;	/* not dropped while a process maps it */
 	return 1;
 }
 
@@ -617,7 +711,19 @@ static void proc_free(struct proc *p)
 	free(p);
 }
 
-static void proc_unlink(struct symbolizer *sym, struct proc *p)
+/* Recounts what @p takes, after its maps or JIT symbols changed. */
+static void proc_account(struct symbolizer *sym, struct proc *p)
+{
+	size_t bytes = sizeof(*p) + p->nmaps * sizeof(*p->maps) + symtab_bytes(&p->jit);
+
+	for (size_t i = 0; i < p->nmaps; i++)
+		bytes += strlen(p->maps[i].path) + 1;
+	sym->proc_bytes += bytes - p->bytes;
+	p->bytes = bytes;
+}
+
+/* Forgets @p (mappings handed out stay valid until the next trim). */
+static void proc_drop(struct symbolizer *sym, struct proc *p)
 {
 	struct proc **pp = &sym->procs[p->tgid % PROC_BUCKETS];
 
@@ -625,9 +731,12 @@ static void proc_unlink(struct symbolizer *sym, struct proc *p)
 		pp = &(*pp)->next;
 	*pp = p->next;
 	sym->nprocs--;
+	sym->proc_bytes -= p->bytes;
+	sym->procs_dropped++;
+	proc_free(p);
 }
 
-/* Drops the least recently used process (mappings handed out stay valid). */
+/* Drops the least recently used process. */
 static void proc_evict_one(struct symbolizer *sym)
 {
 	struct proc *p, *lru = NULL;
@@ -637,10 +746,8 @@ static void proc_evict_one(struct symbolizer *sym)
 		for (p = sym->procs[b]; p; p = p->next)
 			if (!lru || p->last_used < lru->last_used)
 				lru = p;
-	if (!lru)
-		return;
-	proc_unlink(sym, lru);
-	proc_free(lru);
+	if (lru)
+		proc_drop(sym, lru);
 }
 
 static int proc_add(struct symbolizer *sym, uint32_t tgid, struct proc **out)
@@ -651,6 +758,8 @@ static int proc_add(struct symbolizer *sym, uint32_t tgid, struct proc **out)
 	if (!p)
 		return -ENOMEM;
 	p->tgid = tgid;
+	/* Before the maps: a pid reused after this read has another start time. */
+	p->start_time = proc_start_time(tgid);
 	err = maps_read(sym, tgid, &p->maps, &p->nmaps);
 	if (err) {
 		free(p);
@@ -663,6 +772,7 @@ static int proc_add(struct symbolizer *sym, uint32_t tgid, struct proc **out)
 	p->next = sym->procs[tgid % PROC_BUCKETS];
 	sym->procs[tgid % PROC_BUCKETS] = p;
 	sym->nprocs++;
+	proc_account(sym, p);
 	*out = p;
 	return 0;
 }
@@ -701,6 +811,7 @@ static void proc_refresh_maps(struct symbolizer *sym, struct proc *p)
 	p->maps = maps;
 	p->nmaps = n;
 	perf_map_read(p);
+	proc_account(sym, p);
 }
 
 /*
@@ -712,8 +823,16 @@ static void proc_refresh_maps(struct symbolizer *sym, struct proc *p)
 int symbolizer_track(struct symbolizer *sym, uint32_t tgid)
 {
 	struct proc *p = proc_find(sym, tgid);
+	uint64_t start = p ? proc_start_time(tgid) : 0;
 
+	/* Another process under the pid of one that exited: nothing of the old one is kept. */
+	if (p && start && p->start_time && start != p->start_time) {
+		proc_drop(sym, p);
+		sym->pids_reused++;
+		p = NULL;
+	}
 	if (p) {
+		p->start_time = start ? start : p->start_time;
 		p->last_used = ++sym->tick;
 		p->refreshed_ns = p->tracked_ns = now_ns(CLOCK_MONOTONIC);
 		p->young_rereads = 0;
@@ -770,12 +889,33 @@ static void frame_fde(struct symbolizer *sym, struct proc_map *m, struct sym_fra
 	out->function_offset = vaddr - start;
 }
 
-static void user_file_frame(struct symbolizer *sym, struct proc_map *m, struct sym_frame *out)
+/* Tables unloaded to stay under the limit: read again through @tgid, which maps the file. */
+static void file_reload(struct symbolizer *sym, uint32_t tgid, struct proc_map *m)
+{
+	struct elf_file *f = m->file;
+	int fd;
+
+	if (f->loaded || f->fd >= 0)
+		return;
+	fd = open_mapped(tgid, m, f->path);
+	if (fd < 0)
+		return;	/* the process is gone: module+0xOFF frames */
+	f->fd = fd;
+	f->opener = tgid;
+	sym->open_fds++;
+}
+
+static void user_file_frame(struct symbolizer *sym, struct proc *p, struct proc_map *m,
+			    struct sym_frame *out)
 {
 	uint64_t file_off = out->addr - m->start + m->offset, vaddr;
 
+	m->file->last_used = sym->tick;
+	file_reload(sym, p->tgid, m);
 	file_load(sym, m->file);
 	out->module_offset = file_off;
+	if (!m->file->loaded)
+		return;
 	if (elf_syms_vaddr(&m->file->syms, file_off, &vaddr)) {
 		out->module_offset = vaddr;
 		frame_symbol(out, &m->file->syms.tab, vaddr);
@@ -793,6 +933,7 @@ static void user_jit_frame(struct symbolizer *sym, struct proc *p, struct proc_m
 	frame_symbol(out, &p->jit, out->addr);
 	if (!out->function && proc_may_refresh(p)) {
 		perf_map_read(p);
+		proc_account(sym, p);
 		frame_symbol(out, &p->jit, out->addr);
 	}
 	/* The JIT's table is re-read later: hand out a copy that lives as long as we do. */
@@ -828,11 +969,133 @@ void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struc
 	if (!m)
 		return;
 	if (m->file)
-		user_file_frame(sym, m, out);
+		user_file_frame(sym, p, m, out);
 	else
 		user_jit_frame(sym, p, m, out);
 	out->mapping = map_hand_out(sym, m);
 	frame_name(sym, out);
+}
+
+/* ---- staying under the limit ---- */
+
+static size_t cache_bytes(const struct symbolizer *sym)
+{
+	return sym->file_bytes + sym->proc_bytes + sym->mapping_bytes + sym->names.bytes +
+	       symtab_bytes(&sym->ksyms.tab);
+}
+
+/* No frame handed out is used any more: their mappings and names go (the kernel's stays). */
+static void release_handed_out(struct symbolizer *sym)
+{
+	for (size_t b = 0; b < PROC_BUCKETS; b++)
+		for (struct proc *p = sym->procs[b]; p; p = p->next)
+			for (size_t i = 0; i < p->nmaps; i++)
+				p->maps[i].handed = NULL;
+	for (size_t i = 0; i < sym->nmappings; i++)
+		if (sym->mappings[i] != sym->kernel_map)
+			free(sym->mappings[i]);
+	sym->nmappings = 0;
+	sym->mapping_bytes = 0;
+	if (sym->kernel_map) {
+		sym->kernel_map->id = 1;
+		sym->mappings[sym->nmappings++] = sym->kernel_map;
+		sym->mapping_bytes = sizeof(*sym->kernel_map) + strlen(sym->kernel_map->path) * 2 + 2 +
+				     strlen(sym->kernel_map->build_id) + 1;
+	}
+	strintern_free(&sym->names);
+	strintern_init(&sym->names, MAX_NAME_BYTES);
+}
+
+static bool proc_alive(const struct proc *p)
+{
+	return kill((pid_t)p->tgid, 0) == 0 || errno == EPERM;
+}
+
+/*
+ * A process found exited is forgotten at the next trim: its last samples,
+ * counted before it exited, have been drained and named by then.
+ */
+static void forget_exited(struct symbolizer *sym)
+{
+	for (size_t b = 0; b < PROC_BUCKETS; b++) {
+		struct proc *p = sym->procs[b], *next;
+
+		for (; p; p = next) {
+			next = p->next;
+			if (proc_alive(p))
+				p->gone = false;
+			else if (p->gone)
+				proc_drop(sym, p);
+			else
+				p->gone = true;
+		}
+	}
+}
+
+static int file_older(const void *a, const void *b)
+{
+	const struct elf_file *x = *(struct elf_file *const *)a, *y = *(struct elf_file *const *)b;
+
+	return (x->last_used > y->last_used) - (x->last_used < y->last_used);
+}
+
+/* Every file, least recently used first, in a malloc'ed array of sym->nfiles; NULL on ENOMEM. */
+static struct elf_file **files_by_age(struct symbolizer *sym)
+{
+	struct elf_file **files = malloc((sym->nfiles ? sym->nfiles : 1) * sizeof(*files));
+	size_t n = 0;
+
+	if (!files)
+		return NULL;
+	for (size_t b = 0; b < FILE_BUCKETS; b++)
+		for (struct elf_file *f = sym->files[b]; f && n < sym->nfiles; f = f->next)
+			files[n++] = f;
+	qsort(files, n, sizeof(*files), file_older);
+	return files;
+}
+
+/*
+ * Over the limit: files no process maps go first, then the tables of the
+ * others (read again when needed), then the least recently used processes.
+ */
+static void shrink(struct symbolizer *sym)
+{
+	size_t nfiles = sym->nfiles;
+	struct elf_file **files = files_by_age(sym);
+
+	for (size_t i = 0; files && i < nfiles && cache_bytes(sym) > cache_limit; i++) {
+		if (!files[i]->refs) {
+			file_drop(sym, files[i]);
+			files[i] = NULL;
+		}
+	}
+	for (size_t i = 0; files && i < nfiles && cache_bytes(sym) > cache_limit; i++)
+		if (files[i])
+			file_unload(sym, files[i]);
+	free(files);
+	while (sym->nprocs && cache_bytes(sym) > cache_limit)
+		proc_evict_one(sym);
+}
+
+void symbolizer_trim(struct symbolizer *sym)
+{
+	if (!sym)
+		return;
+	release_handed_out(sym);
+	forget_exited(sym);
+	if (cache_bytes(sym) > cache_limit)
+		shrink(sym);
+}
+
+void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out)
+{
+	*out = (struct sym_usage){
+		.bytes = cache_bytes(sym), .limit = cache_limit,
+		.procs = sym->nprocs, .procs_max = MAX_PROCS,
+		.files = sym->nfiles, .files_max = MAX_FILES,
+		.files_dropped = sym->files_dropped, .tables_unloaded = sym->tables_unloaded,
+		.procs_dropped = sym->procs_dropped, .pids_reused = sym->pids_reused,
+	};
 }
 
 /* ---- teardown ---- */

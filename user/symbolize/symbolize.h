@@ -2,13 +2,14 @@
 /*
  * Address -> name.  Kernel frames from /proc/kallsyms; user frames with libdw
  * through /proc/PID/root and /proc/PID/map_files, cached per file (build id or
- * device+inode), never per sample.  All strings returned are owned by the
- * symbolizer and live until symbolizer_free().
+ * device+inode), never per sample.  All strings and mappings returned are
+ * owned by the symbolizer and live until symbolizer_trim() or symbolizer_free().
  */
 #ifndef SYMBOLIZE_H
 #define SYMBOLIZE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct symbolizer;
@@ -64,6 +65,32 @@ void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struc
 
 /* Fills @out for a kernel address. */
 void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *out);
+
+/*
+ * The cache's memory limit (default 64 MiB), for every symbolizer: kept at
+ * each symbolizer_trim().  --symbol-cache-mb.
+ */
+void symbolizer_set_cache_limit(size_t bytes);
+
+/*
+ * Where no frame or mapping handed out is used any more (the interval's
+ * profiles are written and freed): releases them, forgets processes that
+ * had exited at the previous trim, and gets under the cache limit, dropping
+ * the least recently used files' tables (read again on demand) and then
+ * processes.  Mapping ids start again at 1.
+ */
+void symbolizer_trim(struct symbolizer *sym);
+
+struct sym_usage {
+	size_t bytes, limit;		/* what the caches take (estimated), the limit */
+	size_t procs, procs_max;
+	size_t files, files_max;
+	uint64_t files_dropped;		/* no process mapped them, over the limit */
+	uint64_t tables_unloaded;	/* symbol tables dropped over the limit, read again on demand */
+	uint64_t procs_dropped;		/* exited, or least recently used over a limit */
+	uint64_t pids_reused;		/* a new process under a known pid: started afresh */
+};
+void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out);
 
 /* Every mapping handed out so far, in id order (for pprof's mapping table). */
 const struct sym_mapping *const *symbolizer_mappings(struct symbolizer *sym, size_t *count);
