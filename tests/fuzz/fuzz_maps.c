@@ -25,7 +25,7 @@ static void lookup(struct symbolizer *sym, struct proc *p, uint64_t addr)
 	if (!m)
 		return;
 	if (m->file)
-		user_file_frame(sym, m, &out);
+		user_file_frame(sym, p, m, &out);
 	else
 		user_jit_frame(sym, p, m, &out);
 	out.mapping = map_hand_out(sym, m);
