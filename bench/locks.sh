@@ -124,8 +124,8 @@ goals() {
 	done
 	printf '  (ratios move with other jobs on the machine: compare them within one run;\n'
 	printf '   bpftrace sees kernel lock contention only, not futex waits, so on the mutex\n'
-	printf '   workload its count is of other locks; aperture'"'"'s ns include its futex programs,\n'
-	printf '   which run on every syscall entry and exit of the machine)\n'
+	printf '   workload its count is of other locks; aperture'"'"'s ns include futex_switch, which\n'
+	printf '   runs on every context switch of the machine and walks the stack of every futex sleep)\n'
 }
 
 main() {
