@@ -282,6 +282,13 @@ else
 fi
 kill $SLEEPER 2>/dev/null
 
+# The lock and syscall profilers load and count (their programs differ from the others': tp_btf
+# on lock and syscall tracepoints, sched_switch with the sleeper's saved registers).
+step "record --locks -d 2 (whole machine)" aperture record $V --locks -d 2 --top 0 -o /tmp/locks.folded &&
+	grep '^aperture: locks' /tmp/step.err | sed 's/^/#   /'
+step "record --syscalls -d 2 (whole machine)" aperture record $V --syscalls -d 2 --top 0 -o /tmp/sys.folded &&
+	grep '^aperture: syscalls' /tmp/step.err | sed 's/^/#   /'
+
 # DWARF unwinding (--unwind dwarf where doctor says dwarf_unwind): whole stacks without frame pointers.
 if grep -q '"dwarf_unwind": *{"ok": *true' /tmp/doctor.json 2>/dev/null; then
 	# Running already, so that its table (slow to build under TCG) is there for most samples.
