@@ -57,6 +57,18 @@ CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missin
 # objects, so LTO and --gc-sections reach only our code; see `make size`.
 CFLAGS     += -ffunction-sections -fdata-sections -flto=auto -ffat-lto-objects
 LDFLAGS    += -Wl,--gc-sections -flto=auto -O2
+# Hardening for a daemon that runs for months as root and parses other programs' ELF files and
+# the OAP's answers: bounds-checked libc calls where the size is known at compile time, canaries
+# in functions with arrays or address-taken locals, relocated data read-only before main()
+# (glibc's static start-up applies RELRO itself), and a static PIE, so that the code is not at
+# the same address in every run.  Debian's static libraries are built PIE, so -static-pie links;
+# packed relative relocations (DT_RELR, glibc >= 2.36) hold its ~6000 relocations in 1.6 KB
+# instead of 141 KB.  STATIC=-static builds the fixed-address binary.
+HARDEN_CFLAGS  := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
+HARDEN_LDFLAGS := -Wl,-z,relro,-z,now -Wl,-z,pack-relative-relocs
+STATIC     ?= -static-pie
+CFLAGS     += $(HARDEN_CFLAGS)
+LDFLAGS    += $(HARDEN_LDFLAGS)
 # -Os where speed is not at stake: the command line and doctor, and the SkyWalking agent (it
 # waits on the network; its snapshots are read by the profilers' own code, built -O2).
 $(BUILD)/user/cmd/%.o $(BUILD)/user/skywalking/%.o: CFLAGS += -Os
@@ -83,11 +95,11 @@ deps:
 aperture: $(MAIN_OBJ) $(TRIM_OBJ) $(LIB)
 	$(call msg,LINK,$@)
 	@# glibc warns that dlopen (libdw's debuginfod hook) cannot work statically: expected, hidden.
-	$(Q)$(CC) -static $(LDFLAGS) -Wl,-Map=$(BUILD)/aperture.map -o $(BUILD)/aperture.unstripped $(MAIN_OBJ) $(TRIM_OBJ) $(LIB) $(LDLIBS) 2> $(BUILD)/link.log || { cat $(BUILD)/link.log; exit 1; }
+	$(Q)$(CC) $(STATIC) $(LDFLAGS) -Wl,-Map=$(BUILD)/aperture.map -o $(BUILD)/aperture.unstripped $(MAIN_OBJ) $(TRIM_OBJ) $(LIB) $(LDLIBS) 2> $(BUILD)/link.log || { cat $(BUILD)/link.log; exit 1; }
 	@grep -v 'statically linked applications requires at runtime\|in function' $(BUILD)/link.log || true
 	$(Q)strip -o $@.tmp $(BUILD)/aperture.unstripped
 	@mv -f $@.tmp $@	# atomic: a running aperture is not disturbed
-	@echo "aperture: $$(stat -c %s $@) bytes, $$(file -b $@ | grep -o 'statically linked')"
+	@echo "aperture: $$(stat -c %s $@) bytes, $$(file -b $@ | grep -Eo 'static(ally|-pie) linked')"
 
 $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
