@@ -4,7 +4,8 @@
 #   plan 3; ok "name" test -f x; is_within "share" 50 48.7 5; done_testing
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-APERTURE="$TOP/aperture"
+# APERTURE_BIN: another build to test, e.g. build/asan/aperture (make test-asan)
+APERTURE="${APERTURE_BIN:-$TOP/aperture}"
 WL="$TOP/tests/build"			# built workloads and test binaries
 TMP=$(mktemp -d /tmp/aperture-test.XXXXXX)
 _n=0; _failed=0; _bg_pids=()
@@ -141,6 +142,14 @@ count_user_frames() {
 }
 # skip NAME REASON: a test that could not run here, counted as passed
 skip() { _n=$((_n+1)); echo "ok $_n - $1 # SKIP $2"; }
+# unless_sanitized REASON CHECK NAME ARGS...: runs the check (ok, is, ge, ...) NAME, or records it
+# skipped under the sanitizer build (make test-asan sets APERTURE_SANITIZED): for checks bound by
+# how fast aperture itself works, which ASan and UBSan slow several times.
+unless_sanitized() {
+	local why=$1
+	shift
+	if [ -n "${APERTURE_SANITIZED:-}" ]; then skip "$2" "sanitizer build: $why"; else "$@"; fi
+}
 # idle_ticks: machine-wide idle time so far, in USER_HZ ticks (/proc/stat)
 idle_ticks() { awk '$1 == "cpu" { print $5; exit }' /proc/stat; }
 

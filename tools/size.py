@@ -28,9 +28,12 @@ COMPONENTS = [
     ("libiberty (C++/Rust demangler)", r"/libiberty\.a\("),
     ("mbedTLS", r"/libmbed(tls|x509|crypto)\.a\("),
     ("OpenSSL", r"/lib(ssl|crypto)\.a\("),
-    ("glibc + libgcc", r"/(libc|libm|libpthread|libgcc|libgcc_eh|libdl|librt)(-[0-9.]+)?\.a\(|/crt[^/]*\.o$"),
+    ("glibc + libgcc", r"/(libc|libm|libpthread|libgcc|libgcc_eh|libdl|librt)(-[0-9.]+)?\.a\(|/[rS]?crt[^/]*\.o$"),
 ]
 OTHER = "linker (headers, padding, tables)"
+# Sections the linker makes itself (the unwind index, the static PIE's relocations and symbol
+# tables): the map lists them under the first input file, the C start-up object.
+LINKER_MADE = re.compile(r"^\.(eh_frame_hdr|dynamic|dynsym|dynstr|gnu\.hash|hash|rela?\.|relr\.|got|plt)")
 
 
 def component_of(path):
@@ -88,7 +91,8 @@ def parse_map(path, progbits, nobits):
             size = int(size, 16)
             if size == 0 or out_section not in progbits | nobits:
                 continue
-            comp = OTHER if name == "*fill*" or where.startswith("linker stubs") else component_of(where)
+            linker_made = name == "*fill*" or where.startswith("linker stubs") or LINKER_MADE.match(name)
+            comp = OTHER if linker_made else component_of(where)
             entry = sizes.setdefault(comp, [0, 0])
             entry[1 if out_section in nobits else 0] += size
     return sizes

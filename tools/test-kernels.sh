@@ -83,7 +83,7 @@ cd "$TOP"
 install_deps
 mkdir -p "$KDIR/bin" "$KDIR/logs"
 [ -x "$APERTURE" ] || die "$APERTURE is not built (make aperture), or set APERTURE"
-file -L "$APERTURE" | grep -q 'statically linked' || die "$APERTURE is not a static binary"
+file -L "$APERTURE" | grep -q 'static\(ally\|-pie\) linked' || die "$APERTURE is not a static binary"
 
 # --- the default kernel: Debian's newest 6.1 cloud kernel -----------------------------------
 # fetch_kernel [PKG]: the vmlinuz of Debian package PKG (a metapackage such as

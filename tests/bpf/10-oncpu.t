@@ -46,11 +46,12 @@ ap_ok "default -F" deffreq record -d 30 -o "$TMP/def.folded" -- "$WL/cpuburn" 3
 want=$(awk -v ns="$(kv "$TMP/deffreq.out" cpu_ns)" 'BEGIN { printf "%.0f\n", ns * 99 / 1e9 }')
 is_within "default -F: 99 samples per CPU second" "$want" "$(folded_total "$TMP/def.folded")" "$((want / 10 + 5))"
 
-# 3. -p PID: only that process, while another burner runs.
+# 3. -p PID: only that process, while another burner runs.  The burners outlive both runs
+# below (killed at exit), with room for a slow start (the sanitizer build, a loaded machine).
 cp "$WL/cpuburn" "$TMP/otherburn"
-bg "$WL/cpuburn" 10 >/dev/null
+bg "$WL/cpuburn" 30 >/dev/null
 burn_pid=$BG_PID
-bg "$TMP/otherburn" 10 >/dev/null
+bg "$TMP/otherburn" 30 >/dev/null
 other_pid=$BG_PID
 sleep 0.3
 ap_ok "-p PID" pid record -F 499 -p "$burn_pid" -d 4 -o "$TMP/pid.folded"

@@ -37,8 +37,9 @@ ok "--state uninterruptible drops nanosleep ($GOT of $SLEPT ns)" awk -v g="$GOT"
 sleeper_run intr --state interruptible
 is_within "--state interruptible keeps nanosleep" "$SLEPT" "$GOT" "$((SLEPT / 10))"
 
-# Preemption: 3 burner threads on 2 CPUs are preempted, never blocked.
-bg "$WL/cpuburn" 10 3 >/dev/null
+# Preemption: 3 burner threads on 2 CPUs are preempted, never blocked.  They outlive both runs
+# below (killed at exit), with room for a slow start (the sanitizer build, a loaded machine).
+bg "$WL/cpuburn" 30 3 >/dev/null
 burn_pid=$BG_PID
 sleep 0.3
 burn_re=';burn_(50|30|20)(;|$)'

@@ -38,6 +38,8 @@ check_pprof ".pprof" "$TMP/p.pprof" burn_50
 ok ".pb.gz is gzip" gzip -t "$TMP/p.pb.gz"
 check_folded ".folded" "$TMP/p.folded" burn_50
 check_folded ".txt" "$TMP/p.txt" burn_50
+# Profiles name every process and may hold kernel addresses: not for other users to read.
+is "new output files are mode 0600" "$(stat -c %a "$TMP"/p.* | sort -u)" 600
 check_svg ".svg" "$TMP/p.svg" burn_50
 # Same profile in each: pprof's total equals the folded total.
 pprof_total=$(sed -nE 's/.*of ([0-9]+) total.*/\1/p' "$TMP/.pb.gz.top" | head -1)

@@ -36,6 +36,7 @@ bg "$TMP/burn_a" 60; A=$BG_PID
 bg "$TMP/burn_b" 60; B=$BG_PID
 ok "daemon pins its maps" start_daemon --oncpu -p "$A"
 ok "pin directory is mode 0700" test "$(stat -c %a "$DIR")" = 700
+is "pinned maps, programs and links are mode 0600" "$(find "$DIR" -mindepth 1 -printf '%m\n' | sort -u)" 600
 want_pins="control target_pids seen_tgids events oncpu_config oncpu_counts_0 oncpu_counts_1 oncpu_active oncpu_totals oncpu_stacks oncpu_stats oncpu_link_0"
 [ $HAVE_ITER = 1 ] && want_pins="$want_pins oncpu_folded"
 [ $HAVE_TASK_ITER = 1 ] && want_pins="$want_pins processes"

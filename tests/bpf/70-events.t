@@ -24,6 +24,7 @@ print(eval(sys.argv[2]))' "$1" "$2"
 # alias with cpuburn's 10 ms cycle (one 3 s run gave burn_50 58%).
 ap_ok "--oncpu --raw-samples --events" cpu record --oncpu --raw-samples -F 499 --events "$TMP/cpu.ev" \
 	-o "$TMP/cpu.pb.gz" --top 0 -- "$WL/cpuburn" 3
+is "the event file is mode 0600" "$(stat -c %a "$TMP/cpu.ev")" 600
 "$APERTURE" events --json "$TMP/cpu.ev" >"$TMP/cpu.json" 2>"$TMP/cpu.dec.err"
 is "aperture events --json reads it" "$?:$(cat "$TMP/cpu.dec.err")" "0:"
 samples=$(sed -n 's/^aperture: oncpu: \([0-9]*\) samples.*/\1/p' "$TMP/cpu.err")

@@ -34,12 +34,15 @@ leaf_total() {
 
 # (At 499 Hz: a process's first sample comes before its tables exist and is a
 # frame-pointer walk; among ~1000 samples it weighs 0.1%.)
+# The checks of how much of a short run precedes the tables measure how fast they are built:
+# the sanitizer build builds them 10x slower (gzip's 4 files: 40 ms, 500 ms), so skips those.
+SLOW="unwind tables built ~10x slower, a larger part of a short run precedes them"
 # 1. main -> chain_a -> chain_b -> chain_c -> spin_until
 ap_ok "nofp chain" chain record -F 499 --unwind dwarf -d 30 -o "$TMP/chain.folded" -- "$WL/nofp" chain 3
 ge "samples in spin_until" "$(leaf_total "$TMP/chain.folded" '^spin_until$')" 150
 ge "spin_until: >= 99% show main;chain_a;chain_b;chain_c" \
 	"$(chain_share "$TMP/chain.folded" '^spin_until$' "${ROOT}chain_a;chain_b;chain_c;spin_until\$")" 99
-ok "samples before the tables: at most 3%" awk -v p="$(before_tables "$TMP/chain.folded")" 'BEGIN { exit !(p <= 3) }'
+unless_sanitized "$SLOW" ok "samples before the tables: at most 3%" awk -v p="$(before_tables "$TMP/chain.folded")" 'BEGIN { exit !(p <= 3) }'
 ok "the end line reports the tables" \
 	grep -qE '^aperture: unwind tables: [1-9][0-9]* files, [1-9][0-9]* rows of [0-9]+, .* KiB per MiB of .eh_frame' "$TMP/chain.err"
 # The same program by frame pointers: the check above would fail.
@@ -76,7 +79,7 @@ ge "pp_leaf: >= 99% show main;pp_caller;pp_leaf" \
 # 6. Off-CPU: the walk starts from the task's saved user registers at switch-out.
 ap_ok "nofp sleep --offcpu" sleep record --offcpu -d 30 -o "$TMP/sleep.folded" -- "$WL/nofp" sleep 2
 total=$(folded_total "$TMP/sleep.folded")
-ge "off-CPU: >= 95% of the blocked time shows main;sleep_a;sleep_b" \
+unless_sanitized "$SLOW" ge "off-CPU: >= 95% of the blocked time shows main;sleep_a;sleep_b" \
 	"$(pct "$(stack_weight "$TMP/sleep.folded" "${ROOT}sleep_a;sleep_b;")" "$total")" 95
 
 # 7. No symbols at all: functions named by their FDE's start, one frame per function.
@@ -101,7 +104,7 @@ else
 fi
 if [ -x /usr/bin/gzip ]; then
 	ap_ok "gzip -9" gz record -F 499 -d 30 -o "$TMP/gz.folded" -- /usr/bin/gzip -9 -c "$TMP/rand.bin"
-	ge "gzip: >= 95% of samples reach main" "$(reach "$TMP/gz.folded" gzip)" 95
+	unless_sanitized "$SLOW" ge "gzip: >= 95% of samples reach main" "$(reach "$TMP/gz.folded" gzip)" 95
 else
 	skip "gzip" "gzip is not installed"
 fi
@@ -118,7 +121,7 @@ if [ -x /usr/bin/python3 ]; then
 	    work(100000)
 	EOF
 	ap_ok "python3 loop" py record -F 499 -d 30 -o "$TMP/py.folded" -- /usr/bin/python3 "$TMP/loop.py"
-	ge "python3: >= 95% of samples reach main" "$(reach "$TMP/py.folded" python3)" 95
+	unless_sanitized "$SLOW" ge "python3: >= 95% of samples reach main" "$(reach "$TMP/py.folded" python3)" 95
 else
 	skip "python3" "python3 is not installed"
 fi
@@ -134,7 +137,7 @@ gz_pid=$BG_PID
 ap_ok "--unwind-rows 36000, xz then gzip" evict record -F 499 --unwind-rows 36000 -d 6 -p "$xz_pid,$gz_pid" \
 	-o "$TMP/evict.folded"
 ge "files were evicted" "$(sed -n 's/.* \([0-9]*\) evicted.*/\1/p' "$TMP/evict.err")" 1
-ge "gzip after the eviction: >= 90% of samples reach main" "$(reach "$TMP/evict.folded" gzip)" 90
+unless_sanitized "$SLOW" ge "gzip after the eviction: >= 90% of samples reach main" "$(reach "$TMP/evict.folded" gzip)" 90
 run_ap badrows record --unwind-rows 12 -d 1
 is "--unwind-rows below 1024 exits 2" "$AP_RC" 2
 

@@ -81,7 +81,7 @@ static void summary_print(FILE *out, struct summary *s, uint64_t records)
 	fprintf(out, "records %llu\n", (unsigned long long)records);
 	for (int k = 0; k < PE_KINDS; k++)
 		fprintf(out, "kind %s %llu\n", pe_kind_name(k), (unsigned long long)s->kinds[k]);
-	if (s->n)	/* an empty file has no array: qsort's pointer must not be NULL */
+	if (s->n > 1)	/* s->pids is NULL in a file without records, and qsort's base must not be */
 		qsort(s->pids, s->n, sizeof(*s->pids), by_total);
 	for (size_t i = 0; i < s->n; i++) {
 		fprintf(out, "pid %d total %llu", s->pids[i].pid, (unsigned long long)s->pids[i].total);

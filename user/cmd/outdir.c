@@ -167,7 +167,8 @@ static int list_files(const struct outdir *d, const char *kind, struct out_file 
 		free(files);
 		return n;
 	}
-	qsort(files, n, sizeof(*files), by_age);
+	if (n > 1)	/* files is NULL when the kind has no file (all deleted by hand) */
+		qsort(files, n, sizeof(*files), by_age);
 	*out = files;
 	return n;
 }

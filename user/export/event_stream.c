@@ -45,7 +45,7 @@ struct event_stream *event_stream_open(const char *path, struct symbolizer *sym)
 	if (!s)
 		return NULL;
 	s->path = strdup_logged(path);
-	s->f = s->path ? fopen(path, "wb") : NULL;
+	s->f = s->path ? fopen_output(path) : NULL;
 	if (!s->f) {
 		if (s->path)
 			log_error("--events %s: %s", path, strerror(errno));

@@ -645,7 +645,7 @@ static int pprof_write(const struct profile *p, const char *path, const struct e
 		log_error("cannot write %s: %s", path, strerror(-err));
 		goto out;
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open_output(path);
 	if (fd < 0) {
 		err = -errno;
 		log_error("cannot write %s: %s", path, strerror(errno));

@@ -67,7 +67,7 @@ int export_value_index(const struct profile *p, const struct export_opts *opts, 
 
 FILE *export_open(const char *path, int *err)
 {
-	FILE *f = fopen(path, "we");
+	FILE *f = fopen_output(path);
 
 	*err = f ? 0 : -errno;
 	if (!f)

@@ -160,7 +160,7 @@ bool cli_check_environment(void)
 bool cli_output_writable(const char *path)
 {
 	bool existed = access(path, F_OK) == 0;
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);	/* the mode open_output() gives */
 
 	if (fd < 0) {
 		log_error("cannot write %s: %s", path, strerror(errno));

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "util.h"
 
 int log_verbose;
@@ -114,6 +116,25 @@ void log_info(const char *fmt, ...)
 	log_line("info", fmt, ap);
 	va_end(ap);
 }
+int open_output(const char *path)
+{
+	return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+}
+
+FILE *fopen_output(const char *path)
+{
+	int fd = open_output(path);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+
+	if (fd >= 0 && !f) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+	}
+	return f;
+}
+
 void *calloc_logged(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);

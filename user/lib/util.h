@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* One-line messages on stderr, prefixed "aperture: ". */
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -18,6 +19,14 @@ enum log_format { LOG_FORMAT_TEXT, LOG_FORMAT_JSON };
 bool log_set_format(const char *name);
 /* @context (NULL: none) returns a prefix for each line, or NULL: where a bad setting came from. */
 void log_set_context(const char *(*context)(void));
+
+/*
+ * Opens @path for writing, truncated.  A file it creates is 0600: a profile names every process
+ * on the machine and, without CAP_SYSLOG, holds kernel addresses (KASLR).  An existing file
+ * keeps its mode.  The fd (the FILE) or -1 (NULL) with errno set.
+ */
+int open_output(const char *path);
+FILE *fopen_output(const char *path);
 
 /* calloc and strdup that log a failure (one line) and return NULL: callers degrade. */
 void *calloc_logged(size_t n, size_t size);

@@ -371,7 +371,8 @@ static ssize_t list_batches(int dir_fd, uint64_t **out)
 		seqs[n++] = seq;
 	}
 	closedir(d);
-	qsort(seqs, n, sizeof(*seqs), cmp_u64);
+	if (n > 1)	/* seqs is NULL when there is no batch, and qsort's base must not be */
+		qsort(seqs, n, sizeof(*seqs), cmp_u64);
 	*out = seqs;
 	return (ssize_t)n;
 }
