@@ -103,7 +103,7 @@ export APERTURE_LDLIBS := $(LDLIBS)
 .DELETE_ON_ERROR:
 # Generated sources and skeletons are kept (no intermediate-file deletion).
 .SECONDARY:
-.PHONY: all deps run aperture-asan test test-asan test-unit test-kernels bench clean vmlinux size fuzz
+.PHONY: all deps run aperture-asan test test-asan test-unit test-kernels bench clean vmlinux size fuzz soak
 
 all: aperture
 
@@ -191,6 +191,12 @@ test: deps aperture
 test-asan: deps aperture-asan $(LIB)
 	@$(MAKE) -s -C tests
 	bash tools/test-asan.sh
+
+# Not part of `make test`: the daemon under load for SOAK_MINUTES (default 10), failing if its RSS
+# or open fds grow after the warm-up; the figures go to build/soak.txt (tools/soak.sh).
+soak: deps aperture
+	@$(MAKE) -s -C tests
+	bash tools/soak.sh
 
 # Not part of `make test` (qemu TCG, about 20 s a boot): boots each kernel (default: Debian
 # bookworm's newest 6.1 cloud kernel; KERNELS="vmlinuz-or-linux-image-package ...") normally and
