@@ -162,5 +162,13 @@ have_feature() {
 }
 # feature_why NAME: the errno and step of a missing feature, for a TAP skip reason
 feature_why() { grep "^    \"$1\":" "$TMP/doctor.json" | sed 's/^ *//; s/,$//'; }
-# ap_programs NAME: how many loaded BPF programs are called NAME (bpftool truncates to 15 chars)
-ap_programs() { bpftool prog show 2>/dev/null | grep -c " name ${1:0:15} " || true; }
+# ap_programs NAME: how many loaded BPF programs called NAME (bpftool truncates to 15 chars) no
+# process holds open: those pinned or attached by pinned links, which outlive their loader.  A
+# program some process holds (another test's, another session's) dies with it: not counted.
+ap_programs() {
+	local held
+	held=$(grep -hs '^prog_id:' /proc/[0-9]*/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -u | tr '\n' ' ')
+	bpftool prog show 2>/dev/null | awk -v n="${1:0:15}" -v held=" $held" '
+		$0 ~ " name " n " " { id = $1; sub(/:$/, "", id); if (index(held, " " id " ") == 0) c++ }
+		END { print c + 0 }'
+}
