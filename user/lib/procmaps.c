@@ -31,14 +31,19 @@ static bool mapped_file_in(FILE *f, int pid, bool (*match)(const char *path), ch
 	return found;
 }
 
+FILE *proc_maps_open(uint32_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	return fopen(path, "re");
+}
+
 bool proc_mapped_file(int pid, bool (*match)(const char *path), char *path, size_t len)
 {
-	char maps[64];
+	FILE *f = proc_maps_open((uint32_t)pid);
 	bool found;
-	FILE *f;
 
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
-	f = fopen(maps, "re");
 	if (!f)
 		return false;
 	found = mapped_file_in(f, pid, match, path, len);
@@ -49,13 +54,11 @@ bool proc_mapped_file(int pid, bool (*match)(const char *path), char *path, size
 bool proc_mapped_files(int pid, bool (*match)(const char *path), void (*fn)(const char *path, void *ctx),
 		       void *ctx)
 {
-	char maps[64], path[PATH_MAX + 32];
+	FILE *f = proc_maps_open((uint32_t)pid);
+	char path[PATH_MAX + 32];
 	char *line = NULL, *last = NULL;
 	size_t cap = 0;
-	FILE *f;
 
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
-	f = fopen(maps, "re");
 	if (!f)
 		return false;
 	/* getline, as mapped_file_in: a name longer than a buffer is not read as two lines. */

@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+/* /proc/@pid/maps opened for reading, or NULL with errno set (ENOENT: the process is gone). */
+FILE *proc_maps_open(uint32_t pid);
 
 /*
  * The first file @pid maps for which @match(path) is true, as a path that

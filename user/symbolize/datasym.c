@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "datasym.h"
+#include "procmaps.h"
 
 /* One file mapping of /proc/PID/maps. */
 struct file_map {
@@ -59,12 +60,9 @@ static int find_maps_in(FILE *f, uint64_t addr, struct file_map *below, struct f
 
 static int find_maps(uint32_t tgid, uint64_t addr, struct file_map *below, struct file_map *base)
 {
-	char path[64];
-	FILE *f;
+	FILE *f = proc_maps_open(tgid);
 	int err;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
-	f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	err = find_maps_in(f, addr, below, base);

@@ -562,12 +562,9 @@ static int maps_parse(struct symbolizer *sym, uint32_t tgid, FILE *f, struct pro
 
 static int maps_read(struct symbolizer *sym, uint32_t tgid, struct proc_map **out, size_t *nout)
 {
-	char path[64];
-	FILE *f;
+	FILE *f = proc_maps_open(tgid);
 	int ret;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
-	f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
 	ret = maps_parse(sym, tgid, f, out, nout);

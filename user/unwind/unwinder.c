@@ -29,6 +29,7 @@
 #include "cfi.h"
 #include "unwinder.h"
 #include "util.h"
+#include "procmaps.h"
 
 #define MAX_LOADS 8
 #define ROWS_BATCH 4096
@@ -534,12 +535,9 @@ static int proc_parse(struct unwinder *u, uint32_t tgid, FILE *f, struct unwind_
 
 static int proc_read(struct unwinder *u, uint32_t tgid, struct unwind_proc *proc)
 {
-	char path[64];
-	FILE *f;
+	FILE *f = proc_maps_open(tgid);
 	int err;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
-	f = fopen(path, "re");
 	if (!f)
 		return -ESRCH;
 	err = proc_parse(u, tgid, f, proc);
