@@ -129,12 +129,17 @@ fi
 # 9. Bounded tables: room for the host's libc and ld.so and a little more.
 #    xz's tables fill it; once xz has exited, gzip's need room: the files no
 #    live process maps are evicted (oldest use first) and gzip unwinds whole.
-head -c 1000000 /dev/urandom >"$TMP/r1.bin"
-bg sh -c "exec /usr/bin/xz -9 -T1 -c '$TMP/r1.bin' >/dev/null"
-xz_pid=$BG_PID
-bg sh -c "sleep 3; exec /usr/bin/gzip -9 -c '$TMP/rand.bin' >/dev/null"
+#    xz is fed in chunks for 5 s, so that it is still running when the profiler
+#    is up however slow the start (a whole file took xz 0.6 s: a sanitizer build
+#    missed it); gzip starts once xz has exited.
+mkfifo "$TMP/xz.in"
+bg sh -c "/usr/bin/xz -9 -T1 -c <'$TMP/xz.in' >/dev/null & echo \$! >'$TMP/xz.pid'; wait; touch '$TMP/xz.done'"
+bg sh -c "for i in 1 2 3 4 5 6 7 8 9 10; do head -c 200000 /dev/urandom; sleep 0.5; done >'$TMP/xz.in'"
+bg sh -c "while [ ! -e '$TMP/xz.done' ]; do sleep 0.1; done; exec /usr/bin/gzip -9 -c '$TMP/rand.bin' >/dev/null"
 gz_pid=$BG_PID
-ap_ok "--unwind-rows 36000, xz then gzip" evict record -F 499 --unwind-rows 36000 -d 6 -p "$xz_pid,$gz_pid" \
+while [ ! -s "$TMP/xz.pid" ]; do sleep 0.05; done
+xz_pid=$(cat "$TMP/xz.pid")
+ap_ok "--unwind-rows 36000, xz then gzip" evict record -F 499 --unwind-rows 36000 -d 9 -p "$xz_pid,$gz_pid" \
 	-o "$TMP/evict.folded"
 ge "files were evicted" "$(sed -n 's/.* \([0-9]*\) evicted.*/\1/p' "$TMP/evict.err")" 1
 unless_sanitized "$SLOW" ge "gzip after the eviction: >= 90% of samples reach main" "$(reach "$TMP/evict.folded" gzip)" 90
