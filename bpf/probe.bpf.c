@@ -82,6 +82,15 @@ int BPF_PROG(probe_contention, void *lock, unsigned int flags)
 	return flags != 0;
 }
 
+/* As locks.bpf.c's lock_rq_collect finds a CPU's runqueue: through the current task. */
+SEC("raw_tp")
+int probe_rq_locks(void *ctx)
+{
+	struct cfs_rq *cfs_rq = bpf_get_current_task_btf()->se.cfs_rq;
+
+	return cfs_rq && BPF_CORE_READ(cfs_rq, rq) != 0;
+}
+
 static long probe_loop_step(__u64 index, void *arg)
 {
 	*(__u64 *)arg += index;
@@ -106,7 +115,7 @@ int probe_dwarf_unwind(struct bpf_perf_event_data *ctx)
 	return sum + word != 0;
 }
 
-/* The raw syscall tracepoints, reading the user registers as locks.bpf.c does. */
+/* The raw syscall tracepoints, reading the user registers as syscalls.bpf.c does. */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(probe_sys_enter, struct pt_regs *regs, long id)
 {

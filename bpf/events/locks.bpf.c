@@ -509,6 +509,43 @@ int BPF_PROG(up_write_kernel, struct rw_semaphore *sem)
 }
 
 /*
+ * Runqueue locks are per-CPU data, which no kernel symbol names (and kernels
+ * without CONFIG_KALLSYMS_ALL list no data symbols at all).  The loader runs
+ * lock_rq_collect on each CPU in turn (BPF_PROG_TEST_RUN with
+ * BPF_F_TEST_RUN_ON_CPU; it is attached nowhere): whatever task is current
+ * there has its runqueue in se.cfs_rq->rq (CONFIG_FAIR_GROUP_SCHED; without
+ * it the cfs_rq is the one inside the rq).  A runqueue that does not say it
+ * is this CPU's is not kept.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);		/* the possible CPUs, set by the loader */
+	__type(key, __u32);
+	__type(value, __u64);
+} rq_locks SEC(".maps");
+
+SEC("raw_tp")
+int lock_rq_collect(void *ctx)
+{
+	struct cfs_rq *cfs_rq = bpf_get_current_task_btf()->se.cfs_rq;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rq *rq;
+	__u64 lock;
+
+	if (!cfs_rq)
+		return 0;
+	if (bpf_core_field_exists(cfs_rq->rq))
+		rq = BPF_CORE_READ(cfs_rq, rq);
+	else
+		rq = container_of(cfs_rq, struct rq, cfs);
+	if (!rq || BPF_CORE_READ(rq, cpu) != cpu)
+		return 0;
+	lock = (__u64)&rq->__lock;
+	bpf_map_update_elem(&rq_locks, &cpu, &lock, BPF_ANY);
+	return 1;
+}
+
+/*
  * A wait whose end never came (the thread exited while its begin was
  * recorded): counted, so that a missing end is never silent, and freed; a
  * held lock's pending raw event goes out without a hold time.

@@ -59,6 +59,9 @@ struct locks_held {
 	__u32 raw_pending;	/* the wait's raw event waits for this hold */
 };
 
+/* Runqueue locks named, at most: CPUs beyond have theirs shown by address. */
+#define LOCKS_RQ_MAX_CPUS 8192
+
 /* A wait in progress: per task (sleeping locks, futexes) or per CPU (spinning locks). */
 struct locks_start {
 	__u64 begin_ns;		/* 0: none */

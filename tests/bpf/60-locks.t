@@ -98,4 +98,40 @@ ok "pprof without --lock-hold has no hold type" sh -c "! go tool pprof -symboliz
 ap_ok "--lock-hold, uncontended" uhold record --locks --lock-hold -d 30 -o "$TMP/uhold.folded" -- "$WL/lockburn" uncontended 100000
 is "100k uncontended pairs under --lock-hold: no entries" "$(grep -c '^lockburn;' "$TMP/uhold.folded")" 0
 diag "uprobe cost: 100k uncontended pairs took $(kv "$TMP/uhold.out" ns) ns under --lock-hold, $(kv "$TMP/unc.out" ns) ns for 10M without"
+
+# 9. Runqueue locks are named by CPU: lock_rq_collect runs on each CPU and
+#    takes the runqueue of whatever task is current there.  Checked against the
+#    kernel's BTF: every address is the per-CPU variable runqueues (its offset in
+#    .data..percpu; __lock is struct rq's first field) in a page-aligned per-CPU area.
+#    (Spinlock contention itself shows only where the kernel reaches the
+#    tracepoint: not under a hypervisor without paravirt spinlocks.)
+if have_feature rq_locks; then
+	ap_ok "--locks -v" rq record --locks -v -d 1 -o "$TMP/rq.folded"
+	sed -n 's/^aperture: locks: rq_lock\[cpu\([0-9]*\)\] at 0x\([0-9a-f]*\)$/\1 \2/p' "$TMP/rq.err" >"$TMP/rq.addrs"
+	online=$(/usr/bin/python3 -c '
+import sys
+n = 0
+for part in open("/sys/devices/system/cpu/online").read().strip().split(","):
+    a, _, b = part.partition("-")
+    n += int(b or a) - int(a) + 1
+print(n)')
+	is "one runqueue lock per online CPU" "$(wc -l <"$TMP/rq.addrs")" "$online"
+	is "distinct addresses" "$(awk '{ print $2 }' "$TMP/rq.addrs" | sort -u | wc -l)" "$online"
+	rq_off=$(bpftool btf dump file /sys/kernel/btf/vmlinux 2>/dev/null |
+		sed -n "s/.*type_id=[0-9]* offset=\([0-9]*\) size=[0-9]* (VAR 'runqueues')/\1/p" | head -1)
+	if [ -n "$rq_off" ]; then
+		is "each is runqueues (BTF .data..percpu offset $rq_off) in a page-aligned per-CPU area" \
+			"$(/usr/bin/python3 -c '
+import sys
+off = int(sys.argv[2])
+for line in open(sys.argv[1]):
+    cpu, addr = line.split()
+    if (int(addr, 16) - off) % 4096:
+        print("cpu" + cpu)' "$TMP/rq.addrs" "$rq_off")" ""
+	else
+		skip "runqueues against BTF" "the kernel's BTF lists no per-CPU variable runqueues"
+	fi
+else
+	skip "runqueue lock names" "$(feature_why rq_locks)"
+fi
 done_testing

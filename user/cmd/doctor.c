@@ -49,6 +49,8 @@ static const struct ability extra_abilities[] = {
 	  "user mutex holds only" },
 	{ "whole_user_stacks", "whole user stacks without frame pointers (--unwind dwarf)",
 	  FEAT_BIT(FEAT_DWARF_UNWIND), "frame-pointer walks only (--unwind fp)" },
+	{ "rq_lock_names", "runqueue lock names (--locks)", FEAT_BIT(FEAT_RQ_LOCKS),
+	  "runqueue locks shown by address and caller" },
 };
 
 struct system_facts {

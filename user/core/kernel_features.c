@@ -75,6 +75,8 @@ static const struct feature_desc descs[FEAT_MAX] = {
 			  probe_fentry },
 	[FEAT_DWARF_UNWIND] = { "dwarf_unwind", "bpf_loop + bpf_task_pt_regs in perf_event programs (--unwind dwarf, 5.17+)",
 				"probe_dwarf_unwind" },
+	[FEAT_RQ_LOCKS] = { "rq_locks", "a CPU's runqueue through its current task (locks: runqueue lock names)",
+			    "probe_rq_locks" },
 };
 
 const char *feature_name(enum feature f)

@@ -35,6 +35,7 @@ enum feature {
 	FEAT_TRACEFS,		/* tracefs mounted, or mountable */
 	FEAT_FENTRY,		/* fentry programs (BPF trampolines), loaded and attached */
 	FEAT_DWARF_UNWIND,	/* bpf_loop and bpf_task_pt_regs in perf_event programs (--unwind dwarf) */
+	FEAT_RQ_LOCKS,		/* task->se.cfs_rq->rq from raw_tp: runqueue lock names */
 	FEAT_MAX,
 };
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
 #include "datasym.h"
@@ -48,13 +49,85 @@ static void hold_sides(struct locks_config *cfg)
 	}
 }
 
+/*
+ * Runqueue locks by CPU (lock_rq_collect): per-CPU data that no kernel symbol
+ * names.  A fact of the running kernel, read once per open.
+ */
+static uint64_t *rq_lock_addrs;
+static int rq_lock_ncpus;
+
+/* The CPUs whose runqueue lock may be named: 0 when the kernel cannot tell. */
+static int rq_lock_cpus(const struct locks_config *cfg)
+{
+	int ncpus;
+
+	if (!cfg->kernel || !feature_has(FEAT_RQ_LOCKS))
+		return 0;
+	ncpus = libbpf_num_possible_cpus();
+	return ncpus <= 0 ? 0 : ncpus > LOCKS_RQ_MAX_CPUS ? LOCKS_RQ_MAX_CPUS : ncpus;
+}
+
+/*
+ * Runs lock_rq_collect on each CPU and keeps what it found; a CPU it cannot
+ * run on (offline) has its runqueue lock go by address.
+ */
+static void rq_locks_read(struct locks_bpf *skel, int ncpus)
+{
+	int prog_fd = bpf_program__fd(skel->progs.lock_rq_collect);
+	int map_fd = bpf_map__fd(skel->maps.rq_locks);
+	int found = 0, err = 0;
+	uint64_t *addrs;
+
+	free(rq_lock_addrs);
+	rq_lock_addrs = NULL;
+	rq_lock_ncpus = 0;
+	if (!ncpus)
+		return;
+	addrs = calloc_logged(ncpus, sizeof(*addrs));
+	if (!addrs)
+		return;
+	for (uint32_t cpu = 0; cpu < (uint32_t)ncpus; cpu++) {
+		LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = cpu);
+
+		if (bpf_prog_test_run_opts(prog_fd, &run)) {
+			err = errno;
+			continue;
+		}
+		if (run.retval && bpf_map_lookup_elem(map_fd, &cpu, &addrs[cpu]) == 0 && addrs[cpu])
+			found++;
+	}
+	if (!found) {
+		log_warn("locks: runqueue locks go unnamed: lock_rq_collect found none (%s)",
+			 err ? strerror(err) : "no runqueue said it was its CPU's");
+		free(addrs);
+		return;
+	}
+	rq_lock_addrs = addrs;
+	rq_lock_ncpus = ncpus;
+	for (int cpu = 0; cpu < ncpus; cpu++)
+		if (addrs[cpu])
+			log_info("locks: rq_lock[cpu%d] at 0x%llx", cpu, (unsigned long long)addrs[cpu]);
+}
+
+/* The CPU whose runqueue lock is @lock, or -1. */
+static int rq_lock_cpu(uint64_t lock)
+{
+	for (int cpu = 0; cpu < rq_lock_ncpus; cpu++)
+		if (rq_lock_addrs[cpu] == lock && lock)
+			return cpu;
+	return -1;
+}
+
 static int locks_open(struct profiler *p, const struct profiler_opts *o)
 {
 	struct locks_config *cfg = profiler_config(&p->opts, p->ops);
+	int rq_cpus = rq_lock_cpus(cfg);
 	int err;
 
 	hold_sides(cfg);
 	err = PROFILER_OPEN_SKEL_PREPARED(p, locks, ({
+		bpf_program__set_autoload(__skel->progs.lock_rq_collect, rq_cpus > 0);
+		bpf_map__set_max_entries(__skel->maps.rq_locks, rq_cpus > 0 ? rq_cpus : 1);
 		/* A side switched off is not even loaded. */
 		bpf_program__set_autoload(__skel->progs.lock_begin, cfg->kernel);
 		bpf_program__set_autoload(__skel->progs.lock_end, cfg->kernel);
@@ -64,6 +137,8 @@ static int locks_open(struct profiler *p, const struct profiler_opts *o)
 		bpf_program__set_autoload(__skel->progs.up_read_kernel, cfg->hold_kernel);
 		bpf_program__set_autoload(__skel->progs.up_write_kernel, cfg->hold_kernel);
 	}));
+	if (!err)
+		rq_locks_read(p->skel, rq_cpus);
 	return err;
 }
 
@@ -185,6 +260,9 @@ static int locks_attach(struct profiler *p)
 static void locks_close(struct profiler *p)
 {
 	locks_bpf__destroy(p->skel);
+	free(rq_lock_addrs);
+	rq_lock_addrs = NULL;
+	rq_lock_ncpus = 0;
 }
 
 /* struct locks_value -> { contentions, delay ns[, hold ns] } */
@@ -271,7 +349,7 @@ static char *locks_object_name(const struct profile *p, const struct profile_sam
 	const char *kind = lock_kind(v->flags);
 	char sym[128], *name = NULL;
 	const char *caller;
-	int n;
+	int n, cpu;
 
 	if (known) {
 		name_part(known, sym, sizeof(sym));
@@ -283,6 +361,8 @@ static char *locks_object_name(const struct profile *p, const struct profile_sam
 	else if ((v->flags & (LOCK_F_USER_MUTEX | LOCK_F_USER_PI | LOCK_F_USER_WAIT)) &&
 		 data_symbol_name(s->tgid, s->object, sym, sizeof(sym)) == 0)
 		n = asprintf(&name, "%s:%s", sym, kind);
+	else if ((v->flags & LOCK_F_SPIN) && (cpu = rq_lock_cpu(s->object)) >= 0)
+		n = asprintf(&name, "rq_lock[cpu%d]:%s", cpu, kind);
 	else if ((caller = kernel_caller(s)))
 		n = asprintf(&name, "lock@%llx(%s):%s", (unsigned long long)s->object, caller, kind);
 	else
@@ -347,15 +427,14 @@ const struct profiler_ops profiler_locks = {
 	.id = PROFILER_LOCKS,
 	.title = "Lock contention",
 	.help = "lock contention: kernel locks and user mutexes (futex waits), wait time per lock",
-	.opt_in = true,		/* the futex side runs on every syscall's entry and exit */
+	.opt_in = true,		/* the futex side runs on every context switch */
 	.options = locks_options,
 	.config_size = sizeof(struct locks_config),
 	.config_defaults = locks_defaults,
 	.nraw = sizeof(struct locks_value) / sizeof(uint64_t),
 	.folded_raw = 1,
 	.needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_TASK_STORAGE) | FEAT_BIT(FEAT_TP_SCHED_EXEC) |
-		 FEAT_BIT(FEAT_RINGBUF) | FEAT_BIT(FEAT_TP_CONTENTION) | FEAT_BIT(FEAT_TP_SYS_ENTER) |
-		 FEAT_BIT(FEAT_TP_SYS_EXIT),
+		 FEAT_BIT(FEAT_RINGBUF) | FEAT_BIT(FEAT_TP_CONTENTION) | FEAT_BIT(FEAT_TP_SCHED_SWITCH),
 	.nvalues = 3,
 	.nvalues_of = locks_nvalues,
 	.value_types = { { "contentions", "count" }, { "delay", "nanoseconds" }, { "hold", "nanoseconds" } },
