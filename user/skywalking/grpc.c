@@ -578,6 +578,24 @@ static int ensure_connected(struct grpc_channel *ch, uint64_t deadline_ns, struc
 
 /* ---- nghttp2 callbacks ---- */
 
+static bool foreign_server(struct grpc_channel *ch, const uint8_t *in, size_t n);
+
+/*
+ * A plaintext send failed with @err.  A server that speaks no HTTP/2 answers
+ * our preface and closes, and our next send may meet its reset before we read
+ * the answer: what it said, when it is still there to read, names the fault.
+ */
+static void send_failed(struct grpc_channel *ch, int err)
+{
+	uint8_t answer[512];
+	ssize_t n;
+
+	if (!ch->heard && (n = recv(ch->fd, answer, sizeof(answer), MSG_DONTWAIT)) > 0 &&
+	    foreign_server(ch, answer, (size_t)n))
+		return;
+	mark_broken(ch, strerror(err));
+}
+
 static ssize_t on_send(nghttp2_session *session, const uint8_t *data, size_t length, int flags,
 		       void *user_data)
 {
@@ -599,7 +617,7 @@ static ssize_t on_send(nghttp2_session *session, const uint8_t *data, size_t len
 		return n;
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 		return NGHTTP2_ERR_WOULDBLOCK;
-	mark_broken(ch, strerror(errno));
+	send_failed(ch, errno);
 	return NGHTTP2_ERR_CALLBACK_FAILURE;
 }
 
