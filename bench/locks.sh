@@ -14,10 +14,14 @@
 D=${D:-3}
 THREADS=${THREADS:-4}
 # aperture-fp: user stacks by frame pointers (--unwind fp), to tell the DWARF walk's share.
-VARIANTS=(none aperture aperture-fp perf-lock bpftrace)
+# bpftrace-stacks: the same script keyed by kernel and user stack too, which is what aperture keeps.
+VARIANTS=(none aperture aperture-fp perf-lock bpftrace bpftrace-stacks)
 BT_SCRIPT='tracepoint:lock:contention_begin { @start[tid] = nsecs; @lock[tid] = args->lock_addr; }
 tracepoint:lock:contention_end /@start[tid]/ { @wait_ns[@lock[tid]] = sum(nsecs - @start[tid]);
 	@contentions[@lock[tid]] = count(); delete(@start[tid]); delete(@lock[tid]); }'
+BT_STACKS_SCRIPT='tracepoint:lock:contention_begin { @start[tid] = nsecs; @lock[tid] = args->lock_addr; }
+tracepoint:lock:contention_end /@start[tid]/ { @wait_ns[pid, tid, @lock[tid], kstack, ustack] = sum(nsecs - @start[tid]);
+	@contentions[pid, tid, @lock[tid], kstack, ustack] = count(); delete(@start[tid]); delete(@lock[tid]); }'
 
 tool_cmd() {
 	case $1 in
@@ -26,6 +30,7 @@ tool_cmd() {
 	aperture-fp)	CMD=("$APERTURE" record --locks --unwind fp -d 600 --top 0 -o "$W/ap.folded") ;;
 	perf-lock)	CMD=(perf lock record -a -o "$W/perf.data" -- sleep 600) ;;
 	bpftrace)	CMD=(bpftrace -e "$BT_SCRIPT") ;;
+	bpftrace-stacks) CMD=(bpftrace -e "$BT_STACKS_SCRIPT") ;;
 	esac
 }
 
@@ -34,7 +39,7 @@ available() {
 	none) return 0 ;;
 	aperture*) [ -x "$APERTURE" ] ;;
 	perf-lock) have perf ;;
-	bpftrace) have bpftrace ;;
+	bpftrace*) have bpftrace ;;
 	esac
 }
 
@@ -64,7 +69,7 @@ one_run() {
 contentions() {
 	case $1 in
 	aperture*) sed -n 's/^aperture: locks: \([0-9]*\) contentions.*/\1/p' "$W/$1.stderr" ;;
-	bpftrace) read -r _ c < <(stats_sum "$W/delta" '.'); echo $((c / 2)) ;;	# a begin and an end each
+	bpftrace*) read -r _ c < <(stats_sum "$W/delta" '.'); echo $((c / 2)) ;;	# a begin and an end each
 	esac
 }
 
@@ -82,7 +87,7 @@ bench_workload() {
 	done
 	base=$(awk '$2 != "fail" { print $2 }' "$W/res.none" | median)
 	printf '\n  lockburn %s (%s threads, %s s)\n' "$wl" "$THREADS" "$D"
-	printf '  %-11s %12s %8s %14s %14s %10s\n' variant "$unit/s" ratio contentions "BPF ns total" "ns/cont."
+	printf '  %-15s %12s %8s %14s %14s %10s\n' variant "$unit/s" ratio contentions "BPF ns total" "ns/cont."
 	for v in "${VARIANTS[@]}"; do
 		t=$(awk '$2 != "fail" { print $2 }' "$W/res.$v" 2>/dev/null | median)
 		c=n/a; ns=n/a; tdt=n/a
@@ -98,7 +103,7 @@ bench_workload() {
 				echo "$ns" >"$W/ns.$wl.$v"
 			fi
 		fi
-		printf '  %-11s %12s %8s %14s %14s %10s\n' "$v" "${t:-n/a}" "$(ratio_of "$t" "$base")" "${c:-n/a}" "$tdt" "$ns"
+		printf '  %-15s %12s %8s %14s %14s %10s\n' "$v" "${t:-n/a}" "$(ratio_of "$t" "$base")" "${c:-n/a}" "$tdt" "$ns"
 		echo "$(ratio_of "$t" "$base")" >"$W/ratio.$wl.$v"
 	done
 }
@@ -107,14 +112,16 @@ goals() {
 	local wl a b p pa
 	printf '\n  Goals (load average at the end: %s)\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 	for wl in mmap mutex; do
-		a=$(cat "$W/ns.$wl.aperture" 2>/dev/null); b=$(cat "$W/ns.$wl.bpftrace" 2>/dev/null)
-		if [ "$wl" = mutex ]; then
-			printf '  [n/a] %s: BPF ns per contention below bpftrace'"'"'s (its script sees no futex waits)\n' "$wl"
-		elif [ -z "$a" ] || [ -z "$b" ] || [ "$a" = n/a ] || [ "$b" = n/a ]; then
-			printf '  [n/a] %s: BPF ns per contention below bpftrace'"'"'s\n' "$wl"
-		else
-			awk -v a="$a" -v b="$b" -v w="$wl" 'BEGIN { printf "  [%s] %s: BPF ns per contention below bpftrace'"'"'s: %.0f vs %.0f\n", a < b ? "PASS" : "MISS", w, a, b }'
-		fi
+		for bt in bpftrace bpftrace-stacks; do
+			a=$(cat "$W/ns.$wl.aperture" 2>/dev/null); b=$(cat "$W/ns.$wl.$bt" 2>/dev/null)
+			if [ "$wl" = mutex ]; then
+				printf '  [n/a] %s: BPF ns per contention below %s'"'"'s (its script sees no futex waits)\n' "$wl" "$bt"
+			elif [ -z "$a" ] || [ -z "$b" ] || [ "$a" = n/a ] || [ "$b" = n/a ]; then
+				printf '  [n/a] %s: BPF ns per contention below %s'"'"'s\n' "$wl" "$bt"
+			else
+				awk -v a="$a" -v b="$b" -v w="$wl" -v t="$bt" 'BEGIN { printf "  [%s] %s: BPF ns per contention below %s'"'"'s: %.0f vs %.0f\n", a < b ? "PASS" : "MISS", w, t, a, b }'
+			fi
+		done
 		pa=$(cat "$W/ratio.$wl.aperture" 2>/dev/null); p=$(cat "$W/ratio.$wl.perf-lock" 2>/dev/null)
 		if [ -z "$pa" ] || [ -z "$p" ] || [ "$pa" = n/a ] || [ "$p" = n/a ]; then
 			printf '  [n/a] %s: slowdown below perf lock record'"'"'s\n' "$wl"
@@ -125,7 +132,8 @@ goals() {
 	printf '  (ratios move with other jobs on the machine: compare them within one run;\n'
 	printf '   bpftrace sees kernel lock contention only, not futex waits, so on the mutex\n'
 	printf '   workload its count is of other locks; aperture'"'"'s ns include futex_switch, which\n'
-	printf '   runs on every context switch of the machine and walks the stack of every futex sleep)\n'
+	printf '   runs on every context switch of the machine and walks the stack of every futex sleep;\n'
+	printf '   bpftrace walks no stack, bpftrace-stacks the kernel and user stacks aperture keeps)\n'
 }
 
 main() {

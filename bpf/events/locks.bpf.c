@@ -325,8 +325,21 @@ static __always_inline void wait_begin(__u64 lock, __u32 flags, bool spin)
 	if (cfg->user && !spin && futex_call_of(task, &futex))
 		return;
 	start = start_slot(task, spin, true);
-	if (!start || start->begin_ns) {
-		stat_inc(STAT_START_FULL);	/* nested: not timed */
+	if (!start) {
+		stat_inc(STAT_START_FULL);
+		return;
+	}
+	if (start->begin_ns) {
+		/*
+		 * The same lock again is the same wait going on: a mutex that
+		 * spun (MUTEX|SPIN) and now sleeps (MUTEX) begins twice and
+		 * ends once; its flags become the sleep's.  Another lock is a
+		 * nested wait: not timed.
+		 */
+		if (start->lock == lock)
+			start->flags = flags | lock_class(task, lock);
+		else
+			stat_inc(STAT_START_FULL);
 		return;
 	}
 	start->lock = lock;
@@ -382,10 +395,15 @@ static __always_inline void wait_end(void *ctx, __u64 lock, bool spin, bool inte
 	wait_finish(ctl, cfg, bpf_get_current_task_btf(), &key, &delta, begin_ns, acquired);
 }
 
+/*
+ * Spinning waits use the per-CPU slot, except a mutex's optimistic spin
+ * (MUTEX|SPIN): when the spin fails it sleeps on, and may wake on another
+ * CPU, so its wait is the task's, as perf's lock profiler keeps it.
+ */
 SEC("tp_btf/contention_begin")
 int BPF_PROG(lock_begin, void *lock, unsigned int flags)
 {
-	wait_begin((__u64)lock, flags & 0xff, flags & LOCK_F_SPIN);
+	wait_begin((__u64)lock, flags & 0xff, (flags & (LOCK_F_SPIN | LOCK_F_MUTEX)) == LOCK_F_SPIN);
 	return 0;
 }
 

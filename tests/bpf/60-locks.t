@@ -134,4 +134,14 @@ for line in open(sys.argv[1]):
 else
 	skip "runqueue lock names" "$(feature_why rq_locks)"
 fi
+
+# 10. A kernel mutex: writers on one pipe contend on its pipe->mutex.  A mutex
+#     begins twice (optimistic spin, then sleep) and ends once: one wait, no
+#     loss.  No symbol names a heap lock: the code that contends does.
+ap_ok "--locks -- lockburn pipe" pipe record --locks --lock-side kernel -d 30 -o "$TMP/pipe.folded" -- \
+	"$WL/lockburn" pipe 3 4
+pipe_lock=$(lock_weight "$TMP/pipe.folded" '^lock@[0-9a-f]+\((anon_)?pipe_(write|read)\):mutex$')
+ge "the pipe's mutex, named by the pipe code that contends for it (ns)" "${pipe_lock:-0}" 1000000
+is "a mutex that spun then slept is one wait: no start slot lost" \
+	"$(grep -c 'start slot unavailable' "$TMP/pipe.err")" 0
 done_testing

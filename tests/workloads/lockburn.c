@@ -16,6 +16,10 @@
  *                                    prints maps=N (mmap/munmap pairs done)
  *   lockburn exitwait                a thread blocks on a held mutex when the
  *                                    process exits (a wait that never ends)
+ *   lockburn pipe SECONDS THREADS    threads write 64 KiB at a time into one pipe
+ *                                    that one thread drains: they contend on the
+ *                                    pipe's kernel mutex (pipe->mutex); prints
+ *                                    pipe_writes=N
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -96,6 +100,44 @@ static void *mmap_thread(void *arg)
 	}
 	__sync_fetch_and_add(&total_maps, maps);
 	return NULL;
+}
+
+static int pipe_fds[2];
+static uint64_t total_pipe_writes;
+static void run_threads(void *(*fn)(void *), int n);
+
+static void *pipe_writer(void *arg)
+{
+	static char chunk[65536];
+	uint64_t end = now_ns() + (uint64_t)(run_seconds * 1e9), writes = 0;
+
+	while (now_ns() < end && write(pipe_fds[1], chunk, sizeof(chunk)) > 0)
+		writes++;
+	__sync_fetch_and_add(&total_pipe_writes, writes);
+	return NULL;
+}
+
+static void *pipe_drain(void *arg)
+{
+	static char chunk[65536];
+
+	while (read(pipe_fds[0], chunk, sizeof(chunk)) > 0)
+		;
+	return NULL;
+}
+
+/* Writers and a reader on one pipe: every read and write takes the pipe's mutex. */
+static void pipe_contend(int writers)
+{
+	pthread_t reader;
+
+	if (pipe(pipe_fds))
+		exit(1);
+	pthread_create(&reader, NULL, pipe_drain, NULL);
+	run_threads(pipe_writer, writers);
+	close(pipe_fds[1]);
+	pthread_join(reader, NULL);
+	printf("pipe_writes=%llu\n", (unsigned long long)total_pipe_writes);
 }
 
 /* Takes turns with the other thread: every wait is a condvar wait. */
@@ -183,6 +225,8 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "mmap")) {
 		run_threads(mmap_thread, threads);
 		printf("maps=%llu\n", (unsigned long long)total_maps);
+	} else if (!strcmp(mode, "pipe")) {
+		pipe_contend(threads);
 	} else if (!strcmp(mode, "condvar")) {
 		cv_turn = 0;
 		run_threads(cv_thread, 2);
@@ -197,7 +241,7 @@ int main(int argc, char **argv)
 		}
 		printf("ns=%llu\n", (unsigned long long)(now_ns() - t0));
 	} else {
-		fprintf(stderr, "usage: lockburn mutex|pimutex|condvar|uncontended|mmap|exitwait ...\n");
+		fprintf(stderr, "usage: lockburn mutex|pimutex|condvar|uncontended|mmap|pipe|exitwait ...\n");
 		return 2;
 	}
 	return 0;

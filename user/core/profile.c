@@ -129,6 +129,25 @@ static char *object_name(struct profile *p, const struct profile_sample *s, cons
 }
 
 /*
+ * Fills frames[0], kept free for the object's name, once the kernel frames
+ * are there (a namer may name a lock by the code that contends for it);
+ * without a name the frames move up into it.  True when named.
+ */
+static bool sample_name_object(struct profile *p, struct profile_sample *s, const uint64_t *raw)
+{
+	s->object_name = object_name(p, s, raw);
+	if (s->object_name) {
+		s->frames[0].sym.name = s->frames[0].sym.function = s->object_name;
+		s->frames[0].sym.addr = s->object;	/* exporters tell locations apart by address */
+		return true;
+	}
+	memmove(&s->frames[0], &s->frames[1], (s->nkernel - 1) * sizeof(*s->frames));
+	memset(&s->frames[s->nkernel - 1], 0, sizeof(*s->frames));
+	s->nkernel--;
+	return false;
+}
+
+/*
  * Frames, leaf first: the object's name (when the kind names objects), the
  * kernel frames, then the user frames.  The object frame counts in nkernel
  * (it is the leaf) but is not a kernel frame (f->kernel is false).
@@ -138,7 +157,8 @@ static int sample_symbolize(struct profile *p, struct profile_sample *s,
 {
 	bool user_lost = s->user_stack_id == APERTURE_STACK_LOST;
 	bool kernel_lost = s->kernel_stack_id == APERTURE_STACK_LOST;
-	uint32_t n, k = 0, first_kernel;
+	bool named = p->object_name && s->object;
+	uint32_t n, k = named, first_kernel;
 
 	if (user_lost)
 		s->nuser = 1;
@@ -148,13 +168,7 @@ static int sample_symbolize(struct profile *p, struct profile_sample *s,
 	s->frames = calloc(n, sizeof(*s->frames));
 	if (!s->frames)
 		return -ENOMEM;
-	s->object_name = object_name(p, s, raw);
-	if (s->object_name) {
-		s->frames[k].sym.name = s->frames[k].sym.function = s->object_name;
-		s->frames[k].sym.addr = s->object;	/* exporters tell locations apart by address */
-		k++;
-	}
-	first_kernel = k;
+	first_kernel = k;	/* after the object's slot: the namer reads the kernel frames */
 	if (kernel_lost)
 		frame_lost(&s->frames[k++], true);
 	for (uint32_t i = 0; i < s->nkernel && !kernel_lost; i++) {
@@ -167,6 +181,8 @@ static int sample_symbolize(struct profile *p, struct profile_sample *s,
 		k++;
 	}
 	s->nkernel = k;
+	if (named && !sample_name_object(p, s, raw))
+		k = s->nkernel;
 	if (user_lost)
 		frame_lost(&s->frames[k++], false);
 	for (uint32_t i = 0; i < s->nuser && !user_lost; i++)
