@@ -9,8 +9,10 @@
  * sleep or migrate until it has the lock, and a map update in a spinlock's
  * contention path could itself contend.  A nested begin (a spinlock taken in
  * an interrupt while a slot is busy) is counted as lost, not guessed at.
- * The key (and its stacks) is built at contention_end: the waiter is current
- * and still inside the lock call, and a wait below min_wait_ns costs no stack walk.
+ * The stacks are walked at contention_begin, as perf's profiler walks them:
+ * contention_end of a mutex or an rwsem writer runs with the lock taken, and
+ * a walk there (5 us of ORC unwinding on a VM) would lengthen every critical
+ * section the contention is about.  The wait is timed from after the walk.
  *
  * User locks: glibc parks a contended pthread mutex in futex(FUTEX_WAIT,
  * val = 2) on the mutex's first word, so the futex call gives the mutex
@@ -306,8 +308,9 @@ static __always_inline __u32 futex_call_of(struct task_struct *task, __u64 *fute
 }
 
 /* Starts timing a kernel lock wait on @lock by the current task, unless filtered out. */
-static __always_inline void wait_begin(__u64 lock, __u32 flags, bool spin)
+static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 flags, bool spin)
 {
+	struct sample_key where = {};
 	struct aperture_control *ctl = control_get();
 	struct locks_config *cfg = config_get();
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -344,6 +347,9 @@ static __always_inline void wait_begin(__u64 lock, __u32 flags, bool spin)
 	}
 	start->lock = lock;
 	start->flags = flags | lock_class(task, lock);
+	key_fill_current(ctx, ctl, &where, lock);
+	start->user_stack_id = where.user_stack_id;
+	start->kernel_stack_id = where.kernel_stack_id;
 	start->begin_ns = bpf_ktime_get_ns();
 }
 
@@ -372,7 +378,7 @@ static __always_inline void wait_finish(const struct aperture_control *ctl, cons
  * Ends the current task's wait on kernel lock @lock and counts it; @acquired:
  * it took the lock, whose hold is then timed if --lock-hold asks for it.
  */
-static __always_inline void wait_end(void *ctx, __u64 lock, bool spin, bool interrupted, bool acquired)
+static __always_inline void wait_end(__u64 lock, bool spin, bool interrupted, bool acquired)
 {
 	struct aperture_control *ctl = control_get();
 	struct locks_config *cfg = config_get();
@@ -390,7 +396,10 @@ static __always_inline void wait_end(void *ctx, __u64 lock, bool spin, bool inte
 	start->begin_ns = 0;
 	if (!ctl || !cfg || delta.wait_ns < cfg->min_wait_ns)
 		return;
-	key_fill_current(ctx, ctl, &key, lock);
+	who_current(&key);
+	key.object = lock;
+	key.user_stack_id = start->user_stack_id;
+	key.kernel_stack_id = start->kernel_stack_id;
 	record_event(ctl, &key, &delta);
 	wait_finish(ctl, cfg, bpf_get_current_task_btf(), &key, &delta, begin_ns, acquired);
 }
@@ -403,7 +412,7 @@ static __always_inline void wait_end(void *ctx, __u64 lock, bool spin, bool inte
 SEC("tp_btf/contention_begin")
 int BPF_PROG(lock_begin, void *lock, unsigned int flags)
 {
-	wait_begin((__u64)lock, flags & 0xff, (flags & (LOCK_F_SPIN | LOCK_F_MUTEX)) == LOCK_F_SPIN);
+	wait_begin(ctx, (__u64)lock, flags & 0xff, (flags & (LOCK_F_SPIN | LOCK_F_MUTEX)) == LOCK_F_SPIN);
 	return 0;
 }
 
@@ -416,7 +425,7 @@ int BPF_PROG(lock_end, void *lock, int ret)
 	bool spin = cpu && cpu->begin_ns && cpu->lock == (__u64)lock;
 
 	/* Holds are timed for sleeping locks only: a spinlock's hold is no sleep of anyone. */
-	wait_end(ctx, (__u64)lock, spin, ret != 0, !spin && ret == 0);
+	wait_end((__u64)lock, spin, ret != 0, !spin && ret == 0);
 	return 0;
 }
 

@@ -68,6 +68,8 @@ struct locks_start {
 	__u64 lock;
 	__u32 flags;
 	__u32 pad;
+	__u64 user_stack_id;	/* the waiter's stacks, walked at the begin */
+	__u64 kernel_stack_id;
 };
 
 _Static_assert(sizeof(struct locks_value) == 8 * 7, "locks_value layout");
