@@ -14,12 +14,20 @@
 #include "lib/counts.bpf.h"
 
 /*
- * Who and where, for the current task: ids, comm and the stacks that
- * control.stack_mode asks for.  The process is announced to user space (an
+ * Where (key_fill_stacks) and who and where (key_fill_current), for the
+ * current task: the stacks that control.stack_mode asks for, and ids and comm.  The process is announced to user space (an
  * LRU lookup) only when its user stack was to be walked, whatever the walk
  * gave (the announcement is also what builds its unwind tables): user space
  * reads the maps on it, and a kernel-only key needs none of them.
  */
+static __always_inline void key_fill_stacks(void *ctx, const struct aperture_control *ctl,
+					    struct sample_key *key)
+{
+	stacks_fill(ctx, ctl, key);
+	if (ctl->stack_mode != STACK_MODE_KERNEL && bpf_get_current_task_btf()->mm)
+		process_seen(bpf_get_current_pid_tgid() >> 32);
+}
+
 static __always_inline void key_fill_current(void *ctx, const struct aperture_control *ctl,
 					     struct sample_key *key, __u64 object)
 {
@@ -29,9 +37,7 @@ static __always_inline void key_fill_current(void *ctx, const struct aperture_co
 	key->pid = (__u32)id;
 	key->object = object;
 	bpf_get_current_comm(key->comm, sizeof(key->comm));
-	stacks_fill(ctx, ctl, key);
-	if (ctl->stack_mode != STACK_MODE_KERNEL && bpf_get_current_task_btf()->mm)
-		process_seen(key->tgid);
+	key_fill_stacks(ctx, ctl, key);
 }
 
 #endif /* LIB_PROFILER_BPF_H */

@@ -112,13 +112,7 @@ diag "uprobe cost: 100k uncontended pairs took $(kv "$TMP/uhold.out" ns) ns unde
 if have_feature rq_locks; then
 	ap_ok "--locks -v" rq record --locks -v -d 1 -o "$TMP/rq.folded"
 	sed -n 's/^aperture: locks: rq_lock\[cpu\([0-9]*\)\] at 0x\([0-9a-f]*\)$/\1 \2/p' "$TMP/rq.err" >"$TMP/rq.addrs"
-	online=$(/usr/bin/python3 -c '
-import sys
-n = 0
-for part in open("/sys/devices/system/cpu/online").read().strip().split(","):
-    a, _, b = part.partition("-")
-    n += int(b or a) - int(a) + 1
-print(n)')
+	online=$(getconf _NPROCESSORS_ONLN)
 	is "one runqueue lock per online CPU" "$(wc -l <"$TMP/rq.addrs")" "$online"
 	is "distinct addresses" "$(awk '{ print $2 }' "$TMP/rq.addrs" | sort -u | wc -l)" "$online"
 	rq_off=$(bpftool btf dump file /sys/kernel/btf/vmlinux 2>/dev/null |
