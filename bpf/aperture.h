@@ -12,10 +12,11 @@
 #endif
 
 /*
- * Bump when any map's key/value layout or the control struct changes: a daemon
+ * Bump when any map's key/value layout, the control struct or the set of pinned
+ * maps changes (7: unwind_rows and unwind_procs pinned): a daemon
  * that finds pinned maps of another version refuses to mix them.
  */
-#define APERTURE_LAYOUT_VERSION 6
+#define APERTURE_LAYOUT_VERSION 7
 
 /* perf_event_max_stack's default; a stack value is depth * 8 bytes. */
 #define APERTURE_MAX_DEPTH 127

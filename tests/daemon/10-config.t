@@ -92,7 +92,7 @@ kill -HUP "$DAEMON"; sleep 1.5
 ok "SIGHUP: the daemon lives on" kill -0 "$DAEMON"
 is "SIGHUP: the new target set" "$(targets)" "$B"
 ok "SIGHUP: the filter applied (stack_mode user)" sh -c "'$CTL' -d '$DIR' status | grep -Eq '^stack_mode +1'"
-ok "SIGHUP: freq named as needing a restart" grep -q "reload: freq changed: not applied" "$TMP/daemon.err"
+ok "SIGHUP: freq named as needing the programs loaded again" grep -q "reload: --freq 49 (loaded: 99): not applied.*--unpin" "$TMP/daemon.err"
 sleep 2
 after_a=$(comm_weight burn_a)
 ge "SIGHUP: the totals of the old target are kept" "$after_a" "$before_a"

@@ -24,10 +24,10 @@
 #include "config.h"
 #include "daemon.h"
 #include "exporter.h"
-#include "oncpu.h"
 #include "outdir.h"
 #include "pin.h"
 #include "profiler.h"
+#include "settings.h"
 #include "usage.h"
 #include "util.h"
 
@@ -79,6 +79,7 @@ struct daemon_run {
 	const struct profiler_ops *ops[PROFILER_MAX];
 	struct profiler *profs[PROFILER_MAX];
 	int nprofs;
+	bool took_over;			/* a pinned set was there: this daemon applies its settings to it */
 	/* --output-dir only */
 	struct symbolizer *sym;
 	struct ring_buffer *events;
@@ -404,44 +405,40 @@ static void end_interval(struct daemon_run *run, uint64_t now)
 
 /* --- SIGHUP --- */
 
-/* What a running daemon cannot change; one line naming them when the file did. */
-static void say_restart_keys(const struct daemon_opts *now, const struct daemon_opts *next)
+/*
+ * What this process cannot change while it runs (its pin directory, its
+ * outputs): named in @keys, @now's values given to @next.
+ */
+static void keep_own_fixed(const struct daemon_opts *now, struct daemon_opts *next, struct changed_keys *keys)
 {
-	const struct oncpu_config *old_cpu = profiler_config(&now->prof, &profiler_oncpu);
-	const struct oncpu_config *new_cpu = profiler_config(&next->prof, &profiler_oncpu);
-	char keys[256] = "";
-	size_t len = 0;
-
-#define CHANGED(key, cond) \
-	if ((cond) && len < sizeof(keys)) \
-		len += snprintf(keys + len, sizeof(keys) - len, "%s%s", len ? ", " : "", key)
-	CHANGED("pin", strcmp(now->dir, next->dir));
-	CHANGED("profilers", now->prof.kinds != next->prof.kinds);
-	CHANGED("freq", old_cpu->freq_hz != new_cpu->freq_hz);
-	CHANGED("unwind", now->prof.unwind != next->prof.unwind);
-	CHANGED("unwind-rows", now->prof.unwind_rows != next->prof.unwind_rows);
-	CHANGED("output-dir", (now->output_dir != NULL) != (next->output_dir != NULL) ||
-			      (now->output_dir && strcmp(now->output_dir, next->output_dir)));
-	CHANGED("output-format", strcmp(now->output_format, next->output_format));
-#undef CHANGED
-	if (len)
-		log_warn("reload: %s changed: not applied, they need a restart (freq: `aperture run --unpin` "
-			 "first, the pinned perf events keep their rate)", keys);
-}
-
-/* Keeps the running values of what needs a restart, takes the rest from @next. */
-static void take_live(struct daemon_opts *now, struct daemon_opts *next)
-{
-	struct oncpu_config *new_cpu = profiler_config(&next->prof, &profiler_oncpu);
-	const struct oncpu_config *old_cpu = profiler_config(&now->prof, &profiler_oncpu);
-
+	if (strcmp(now->dir, next->dir))
+		changed_keys_add(keys, "--pin %s (running: %s)", next->dir, now->dir);
+	if ((now->output_dir != NULL) != (next->output_dir != NULL) ||
+	    (now->output_dir && strcmp(now->output_dir, next->output_dir)))
+		changed_keys_add(keys, "--output-dir %s (running: %s)", next->output_dir ?: "none",
+				 now->output_dir ?: "none");
+	if (strcmp(now->output_format, next->output_format))
+		changed_keys_add(keys, "--output-format %s (running: %s)", next->output_format,
+				 now->output_format);
 	next->dir = now->dir;
-	next->prof.kinds = now->prof.kinds;
-	new_cpu->freq_hz = old_cpu->freq_hz;
-	next->prof.unwind = now->prof.unwind;
-	next->prof.unwind_rows = now->prof.unwind_rows;
 	next->output_dir = now->output_dir;
 	next->output_format = now->output_format;
+}
+
+/*
+ * Keeps the running values of what cannot change live, one line for each
+ * group @next changed, and takes the rest from @next.
+ */
+static void take_live(struct daemon_opts *now, struct daemon_opts *next)
+{
+	struct changed_keys loaded = { .n = 0 }, own = { .n = 0 };
+
+	if (settings_keep_fixed(&now->prof, &next->prof, false, &loaded))
+		log_warn("reload: %s: not applied, the loaded programs cannot change them "
+			 "(`aperture run --unpin --pin %s`, then start again)", loaded.text, now->dir);
+	keep_own_fixed(now, next, &own);
+	if (own.n)
+		log_warn("reload: %s: not applied, they need a restart", own.text);
 	next->prof.shared = now->prof.shared;
 	*now = *next;
 	now->prof.pids = now->pids;
@@ -481,7 +478,6 @@ static void daemon_reload(struct daemon_run *run)
 		log_error("reload: the settings above are wrong; the running ones are kept");
 		return;
 	}
-	say_restart_keys(&run->o, &next);
 	take_live(&run->o, &next);
 	err = apply_live(run);
 	if (err)
@@ -493,6 +489,46 @@ static void daemon_reload(struct daemon_run *run)
 }
 
 /* --- the daemon --- */
+
+/*
+ * A set left pinned in DIR runs with what its first daemon loaded.  What this
+ * command line asks otherwise of that (settings.h) refuses the start, in one
+ * line, before anything is touched; the rest is applied after the takeover.
+ * 0, or an exit code.
+ */
+static int check_takeover(struct daemon_run *run)
+{
+	static struct profiler_opts loaded;	/* 4 KiB */
+	struct changed_keys keys = { .n = 0 };
+	struct daemon_opts *o = &run->o;
+	int err;
+
+	loaded = o->prof;	/* what the pins do not tell is taken as asked */
+	err = pin_read_fixed(o->dir, &loaded);
+	if (err == -ENOENT)
+		return 0;	/* nothing pinned: a fresh start */
+	if (err)
+		return EXIT_RUNTIME;
+	run->took_over = true;
+	if (!settings_keep_fixed(&loaded, &o->prof, true, &keys))
+		return 0;
+	log_error("run: %s holds programs loaded with other settings: %s; they cannot change while loaded: "
+		  "start with the loaded values, or remove them first (`aperture run --unpin --pin %s`)",
+		  o->dir, keys.text, o->dir);
+	return EXIT_USAGE;
+}
+
+/*
+ * New processes get their unwinding tables built (and, with outputs, their
+ * symbols kept) from before the programs count: a process met in the first
+ * second is not walked by frame pointers for longer than its tables take.
+ */
+static void watch_processes(struct profiler *p, void *ctx)
+{
+	struct daemon_run *run = ctx;
+
+	profiler_watch_processes(p, &run->events, run->sym);	/* degrades, logged */
+}
 
 static int daemon_start(struct daemon_run *run)
 {
@@ -513,11 +549,19 @@ static int daemon_start(struct daemon_run *run)
 		if (!run->sym)
 			return -ENOMEM;
 	}
-	err = pin_start(o->dir, run->ops, run->nprofs, &o->prof, run->profs);
+	err = pin_start(o->dir, run->ops, run->nprofs, &o->prof, run->profs, watch_processes, run);
 	if (err)
 		return err;
-	for (int i = 0; run->sym && i < run->nprofs; i++)
-		profiler_watch_processes(run->profs[i], &run->events, run->sym);	/* degrades, logged */
+	if (run->took_over) {
+		/* The pinned programs still run their last daemon's targets and filters: this one's replace them. */
+		err = apply_live(run);
+		if (err) {
+			log_error("cannot apply the targets and filters to the pinned programs: %s", strerror(-err));
+			return err;
+		}
+		log_notice("took over %s: targets (%d pids, cgroup %" PRIu64 ") and filters of this command line "
+			   "applied", o->dir, o->prof.npids, (uint64_t)o->prof.cgroup_id);
+	}
 	start_profiles(run, now_ns(CLOCK_MONOTONIC));
 	health_line(run, 0, 0, false);
 	return 0;
@@ -533,7 +577,8 @@ static void wait_until(struct daemon_run *run, uint64_t until)
 		ms = 100;
 	if (run->events) {
 		ring_buffer__poll(run->events, (int)ms);
-		symbolizer_reread_young(run->sym);
+		if (run->sym)
+			symbolizer_reread_young(run->sym);
 	} else {
 		struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
 
@@ -634,6 +679,9 @@ int daemon_main(int argc, char **argv)
 		return err ? EXIT_RUNTIME : 0;
 	}
 	cli_libbpf_logging();
+	err = check_takeover(&run);
+	if (err)
+		return err;
 	cli_install_signals();
 	cli_install_daemon_signals();
 	err = daemon_start(&run);

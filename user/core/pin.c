@@ -81,6 +81,8 @@ struct pin_txn {
 	int npaths;
 	struct profiler **fresh;	/* loaded by this start, not taken over */
 	int nfresh;
+	pin_opened_fn opened;		/* the caller's, on each profiler before it counts for it */
+	void *ctx;
 	char missing[256];		/* optional pins not made, and why */
 };
 
@@ -346,6 +348,8 @@ int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 	if (err)
 		goto fail;
 	take_shared(p);
+	/* Loaded with DWARF unwinding: its rows map was sized for it (one row when off). */
+	p->dwarf = map_max_entries(p->fd[MAP_UNWIND_ROWS]) > 1;
 	live = live_generation(p);
 	if (live < 0) {
 		err = live;
@@ -356,6 +360,63 @@ int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 	return 0;
 fail:
 	profiler_close(p);
+	return err;
+}
+
+/* max_entries of the map pinned as DIR/@prefix_@name, or 0. */
+static uint32_t pinned_map_size(const char *dir, const char *prefix, const char *name)
+{
+	uint32_t size;
+	int fd = -1;
+
+	if (open_pin(dir, prefix, name, &fd))
+		return 0;
+	size = map_max_entries(fd);
+	close(fd);
+	return size;
+}
+
+int pin_read_fixed(const char *dir, struct profiler_opts *loaded)
+{
+	int control_fd = -1, err;
+
+	loaded->kinds = 0;
+	loaded->stacks_entries = loaded->counts_entries = 0;
+	for (int i = 0; profilers[i]; i++)
+		if (pin_present(dir, profilers[i]->name))
+			loaded->kinds |= 1u << profilers[i]->id;
+	if (!loaded->kinds)
+		return -ENOENT;
+	err = open_pin(dir, NULL, "control", &control_fd);
+	err = err ?: check_layout(dir, control_fd);
+	if (control_fd >= 0)
+		close(control_fd);
+	if (!err) {	/* rows > 1: loaded with DWARF unwinding (UNWIND_AUTO would say the same here) */
+		uint32_t rows = pinned_map_size(dir, NULL, map_slots[MAP_UNWIND_ROWS].pin);
+
+		loaded->unwind = rows > 1 ? UNWIND_DWARF : UNWIND_FP;
+		loaded->unwind_rows = rows > 1 ? rows : 0;
+		loaded->stack_mode = STACK_MODE_BOTH;	/* live; the rows say what was loaded */
+	}
+	for (int i = 0; profilers[i] && !err; i++) {
+		const struct profiler_ops *ops = profilers[i];
+		int config_fd = -1;
+		__u32 zero = 0;
+
+		if (!(loaded->kinds & (1u << ops->id)))
+			continue;
+		if (!loaded->stacks_entries) {	/* one size for every kind of a set */
+			loaded->stacks_entries = pinned_map_size(dir, ops->name, map_slots[MAP_STACKS].pin);
+			loaded->counts_entries = pinned_map_size(dir, ops->name, map_slots[MAP_TOTALS].pin);
+		}
+		if (!ops->config_size)
+			continue;
+		err = open_pin(dir, ops->name, map_slots[MAP_CONFIG].pin, &config_fd);
+		if (!err && bpf_map_lookup_elem(config_fd, &zero, profiler_config(loaded, ops)))
+			err = -errno;
+		if (config_fd >= 0)
+			close(config_fd);
+	}
 	return err;
 }
 
@@ -371,6 +432,8 @@ static int start_one(struct pin_txn *txn, const struct profiler_ops *ops,
 			return err;
 		log_warn("%s: took over the pinned programs in %s (they kept counting)", ops->name, txn->dir);
 		note_missing_iterators(txn, *out);
+		if (txn->opened)
+			txn->opened(*out, txn->ctx);
 		return 0;
 	}
 	err = profiler_open(out, ops, opts);
@@ -382,6 +445,8 @@ static int start_one(struct pin_txn *txn, const struct profiler_ops *ops,
 		*out = NULL;
 		return err;
 	}
+	if (txn->opened)
+		txn->opened(*out, txn->ctx);
 	return profiler_attach(*out) ?: profiler_pin(txn, *out);
 }
 
@@ -432,9 +497,9 @@ static void txn_free(struct pin_txn *txn)
 }
 
 int pin_start(const char *dir, const struct profiler_ops *const *ops, int n,
-	      const struct profiler_opts *opts, struct profiler **profs)
+	      const struct profiler_opts *opts, struct profiler **profs, pin_opened_fn opened, void *ctx)
 {
-	struct pin_txn txn = { .dir = dir };
+	struct pin_txn txn = { .dir = dir, .opened = opened, .ctx = ctx };
 	int err = prepare_dir(dir, &txn.made_dir);
 
 	for (int i = 0; i < n; i++)

@@ -32,16 +32,27 @@ bool pin_present(const char *dir, const char *name);
 int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 			 const struct profiler_opts *opts, const char *dir);
 /*
+ * What the set pinned under DIR was loaded with and cannot change while it
+ * runs (user/core/settings.h): its kinds, each kind's config, its maps'
+ * sizes, its unwinding tables' rows.  The rest of @loaded is left alone.
+ * -ENOENT when no profiler is pinned there; a layout-version mismatch is an
+ * error naming the fix.
+ */
+int pin_read_fixed(const char *dir, struct profiler_opts *loaded);
+/*
  * The daemons' way in, all or nothing: mounts bpffs on /sys/fs/bpf when absent,
  * creates DIR (mode 0700), then for each of the @n profilers takes over its
  * pins under DIR when they are there (the programs kept counting), else
  * loads, attaches and pins it.  On any failure everything this call pinned is
  * removed and its programs detached, pins made before are left alone, and
  * @profs are all NULL.  Optional pins the kernel refuses (the iterators) are
- * left out with one warning.
+ * left out with one warning.  @opened (may be NULL) is called on each
+ * profiler once it is loaded or taken over, before it is attached: a reader
+ * of its new-process notifications started there misses none of them.
  */
+typedef void (*pin_opened_fn)(struct profiler *p, void *ctx);
 int pin_start(const char *dir, const struct profiler_ops *const *ops, int n,
-	      const struct profiler_opts *opts, struct profiler **profs);
+	      const struct profiler_opts *opts, struct profiler **profs, pin_opened_fn opened, void *ctx);
 
 /*
  * Pins the links a running profiler attached since it was pinned (a library

@@ -42,6 +42,8 @@ const struct map_slot_desc map_slots[MAP_SLOT_MAX] = {
 	[MAP_TARGET_PIDS] = { "target_pids", "target_pids", true },
 	[MAP_SEEN_TGIDS] = { "seen_tgids", "seen_tgids", true },
 	[MAP_EVENTS] = { "events", "events", true },
+	[MAP_UNWIND_ROWS] = { "unwind_rows", "unwind_rows", true },
+	[MAP_UNWIND_PROCS] = { "unwind_procs", "unwind_procs", true },
 	[MAP_CONFIG] = { "kind_config", "config", false },
 	[MAP_STACKS] = { "stacks", "stacks", false },
 	[MAP_STATS] = { "stats", "stats", false },
@@ -110,9 +112,9 @@ int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 	p->ops = ops;
 	p->opts = *opts;
 	if (!p->opts.counts_entries)
-		p->opts.counts_entries = 16384;
+		p->opts.counts_entries = PROFILER_COUNTS_DEFAULT;
 	if (!p->opts.stacks_entries)
-		p->opts.stacks_entries = 16384;
+		p->opts.stacks_entries = PROFILER_STACKS_DEFAULT;
 	for (int i = 0; i < MAP_SLOT_MAX; i++)
 		p->fd[i] = -1;
 	if (!features_require(ops->name, ops->needs)) {
@@ -204,23 +206,15 @@ static struct bpf_map *slot_map(struct profiler *p, enum map_slot slot)
 	return bpf_object__find_map_by_name(p->obj, map_slots[slot].map);
 }
 
-/* The unwinding tables: sized when DWARF unwinding is on (one entry each when off), shared by the run. */
-static int unwind_maps_prepare(struct profiler *p, bool owner)
+/* The unwinding tables: sized when DWARF unwinding is on, one entry each when off. */
+static int unwind_maps_prepare(struct profiler *p)
 {
-	struct bpf_map *rows = bpf_object__find_map_by_name(p->obj, "unwind_rows");
-	struct bpf_map *procs = bpf_object__find_map_by_name(p->obj, "unwind_procs");
-	struct profiler_shared *shared = p->opts.shared;
 	int err = 0;
 
-	if (!rows || !procs)
-		return -ENOENT;	/* every object has them (bpf/unwind/stacks.bpf.h) */
 	if (p->dwarf) {
-		err = err ?: bpf_map__set_max_entries(rows, p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT);
-		err = err ?: bpf_map__set_max_entries(procs, UNWIND_PROCS_DEFAULT);
-	}
-	if (!owner && shared && shared->unwind_rows_fd >= 0) {
-		err = err ?: bpf_map__reuse_fd(rows, shared->unwind_rows_fd);
-		err = err ?: bpf_map__reuse_fd(procs, shared->unwind_procs_fd);
+		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_UNWIND_ROWS),
+						      p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT);
+		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_UNWIND_PROCS), UNWIND_PROCS_DEFAULT);
 	}
 	return err;
 }
@@ -241,7 +235,7 @@ int profiler_prepare(struct profiler *p)
 	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_COUNTS_1), p->opts.counts_entries);
 	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_TOTALS), p->opts.counts_entries);
 	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_STACKS), p->opts.stacks_entries);
-	err = err ?: unwind_maps_prepare(p, owner);
+	err = err ?: unwind_maps_prepare(p);
 	if (exec_prog)
 		bpf_program__set_autoload(exec_prog, owner);
 	if (exit_prog)
@@ -267,10 +261,6 @@ int profiler_take_maps(struct profiler *p)
 		if (shared && map_slots[i].shared && shared->fd[i] < 0)
 			shared->fd[i] = dup(p->fd[i]);
 	}
-	if (shared && shared->unwind_rows_fd < 0) {
-		shared->unwind_rows_fd = dup(bpf_object__find_map_fd_by_name(p->obj, "unwind_rows"));
-		shared->unwind_procs_fd = dup(bpf_object__find_map_fd_by_name(p->obj, "unwind_procs"));
-	}
 	p->live = 0;
 	return 0;
 }
@@ -295,7 +285,6 @@ void profiler_shared_init(struct profiler_shared *shared)
 	shared->events = NULL;
 	for (int i = 0; i < MAP_SLOT_MAX; i++)
 		shared->fd[i] = -1;
-	shared->unwind_rows_fd = shared->unwind_procs_fd = -1;
 }
 
 void profiler_shared_close(struct profiler_shared *shared)
@@ -306,11 +295,6 @@ void profiler_shared_close(struct profiler_shared *shared)
 		shared->fd[i] = -1;
 	}
 	shared->events = NULL;	/* the caller's, freed by it */
-	if (shared->unwind_rows_fd >= 0)
-		close(shared->unwind_rows_fd);
-	if (shared->unwind_procs_fd >= 0)
-		close(shared->unwind_procs_fd);
-	shared->unwind_rows_fd = shared->unwind_procs_fd = -1;
 }
 
 static int write_config(struct profiler *p)
@@ -587,6 +571,14 @@ void profiler_gc_stats(const struct profiler *p, struct stack_gc_stats *out)
 		stack_gc_stats(p->gc, out);
 }
 
+uint32_t map_max_entries(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	return fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.max_entries;
+}
+
 bool map_use(int fd, uint64_t *used, uint64_t *cap)
 {
 	struct bpf_map_info info = {};
@@ -641,16 +633,49 @@ static int on_process_event(void *arg, void *data, size_t size)
 		return 0;
 	if (event->type == EVENT_NEW_PROCESS) {
 		/* The maps first (a read and a few opens): a short-lived process may not wait for the tables. */
-		symbolizer_track(sink->sym, event->tgid);	/* gone already: nothing to keep */
+		if (sink->sym)
+			symbolizer_track(sink->sym, event->tgid);	/* gone already: nothing to keep */
 		if (sink->unwinder)
 			unwinder_track(sink->unwinder, event->tgid);
 	} else if (event->type == EVENT_UNWIND_MISS) {
 		if (sink->unwinder)	/* a library loaded since: both need the new maps */
 			unwinder_track(sink->unwinder, event->tgid);
-		symbolizer_track(sink->sym, event->tgid);
+		if (sink->sym)
+			symbolizer_track(sink->sym, event->tgid);
 	} else if (sink->raw && size >= sizeof(struct aperture_raw_event))
 		sink->raw(data, sink->ctx);
 	return 0;
+}
+
+/*
+ * Deletes the keys the hash map @fd (4-byte keys) holds now.  Collected
+ * first: deleting the key a walk stands on starts it over, and programs keep
+ * adding keys (a tgid added meanwhile is announced in the ring buffer anyway).
+ */
+static void map_forget_all(int fd)
+{
+	uint32_t cap = map_max_entries(fd), n = 0, *keys = cap ? calloc_logged(cap, sizeof(*keys)) : NULL;
+	__u32 *prev = NULL;
+
+	while (keys && n < cap && bpf_map_get_next_key(fd, prev, &keys[n]) == 0)
+		prev = &keys[n++];
+	for (uint32_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &keys[i]);	/* ENOENT: the process exited meanwhile */
+	free(keys);
+}
+
+/*
+ * A taken-over set's tables were built by a loader that is gone, at places
+ * in the rows array this one does not know and will write over: each
+ * process's table entry goes (its samples are walked by frame pointers and
+ * marked, as before its first tables), and so does the list of processes
+ * announced, so that each is announced again on its next event and this
+ * loader reads its maps from /proc and builds its tables anew.
+ */
+static void forget_processes(struct profiler *p)
+{
+	map_forget_all(p->fd[MAP_UNWIND_PROCS]);
+	map_forget_all(p->fd[MAP_SEEN_TGIDS]);
 }
 
 int profiler_watch_processes(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym)
@@ -669,10 +694,11 @@ int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct sy
 		p->sink = calloc_logged(1, sizeof(*p->sink));
 	if (!p->sink)
 		return -ENOMEM;
-	if (p->dwarf && p->obj && !p->unwinder)
-		p->unwinder = unwinder_new(bpf_object__find_map_fd_by_name(p->obj, "unwind_rows"),
-					   p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT,
-					   bpf_object__find_map_fd_by_name(p->obj, "unwind_procs"));
+	if (p->pinned && !p->sink->rb)
+		forget_processes(p);
+	if (p->dwarf && !p->unwinder)
+		p->unwinder = unwinder_new(p->fd[MAP_UNWIND_ROWS], map_max_entries(p->fd[MAP_UNWIND_ROWS]),
+					   p->fd[MAP_UNWIND_PROCS]);
 	*p->sink = (struct profiler_sink){ NULL, sym, p->unwinder, fn, ctx };
 	if (!*rb) {
 		*rb = ring_buffer__new(p->fd[MAP_EVENTS], on_process_event, p->sink, NULL);

@@ -28,6 +28,8 @@ enum map_slot {
 	MAP_TARGET_PIDS,	/* shared */
 	MAP_SEEN_TGIDS,		/* shared */
 	MAP_EVENTS,		/* shared: the new-process ring buffer */
+	MAP_UNWIND_ROWS,	/* shared: the DWARF unwinding tables (bpf/unwind/unwind_tables.h), */
+	MAP_UNWIND_PROCS,	/* filled by the loader that watches processes (profiler_watch_events) */
 	MAP_CONFIG,		/* this kind's settings */
 	MAP_STACKS,
 	MAP_STATS,
@@ -55,8 +57,6 @@ struct ring_buffer;
 struct profiler_shared {
 	int fd[MAP_SLOT_MAX];	/* shared slots only; -1 until created */
 	struct ring_buffer *events;	/* the owner's reader of MAP_EVENTS (profiler_watch_events), or NULL */
-	int unwind_rows_fd;	/* the DWARF unwinding tables (not pinned: only a loader that */
-	int unwind_procs_fd;	/* watches processes fills them); -1 until created */
 };
 
 void profiler_shared_init(struct profiler_shared *shared);
@@ -64,6 +64,9 @@ void profiler_shared_close(struct profiler_shared *shared);
 
 /* A kind's settings: its struct X_config, by ops->id in profiler_opts.config. */
 #define PROFILER_CONFIG_MAX 128
+/* Map sizes when profiler_opts leaves them 0. */
+#define PROFILER_COUNTS_DEFAULT 16384
+#define PROFILER_STACKS_DEFAULT 16384
 
 struct profiler_opts {
 	struct profiler_shared *shared;	/* NULL: this profiler's own control maps */
@@ -107,6 +110,7 @@ struct profiler_option {
 };
 
 struct profiler;
+struct changed_keys;
 
 /* Called once per drained record; return non-zero to stop. */
 typedef int (*record_fn)(struct profiler *p, const struct raw_record *rec, void *ctx);
@@ -123,6 +127,12 @@ struct profiler_ops {
 	size_t config_size;		/* sizeof(struct X_config), <= PROFILER_CONFIG_MAX */
 	void (*config_defaults)(void *config);
 	bool (*config_check)(const void *config);	/* across options; false after one line */
+	/*
+	 * Optional: the options loaded programs cannot take live (they chose the
+	 * programs, or the perf events' rate): names those @next changes from
+	 * @now in @keys and gives @next @now's values (user/core/settings.h).
+	 */
+	void (*keep_fixed)(const void *now, void *next, struct changed_keys *keys);
 	int nraw;			/* u64s in the BPF counts value */
 	int folded_raw;			/* the raw u64 that weighs NAME_folded and dump lines */
 	uint64_t needs;			/* FEAT_BIT()s of the kernel features it cannot run without */
@@ -225,6 +235,8 @@ int profiler_collect_stacks(struct profiler *p);
 /* What the collector did so far (zeros when it is off). */
 void profiler_gc_stats(const struct profiler *p, struct stack_gc_stats *out);
 
+/* max_entries of the map behind @fd; 0 when it cannot be read. */
+uint32_t map_max_entries(int fd);
 /* Entries in the map behind @fd, and its max_entries; false when it cannot be read. */
 bool map_use(int fd, uint64_t *used, uint64_t *cap);
 

@@ -21,32 +21,61 @@
 #include "locks.skel.h"
 #include "procmaps.h"
 #include "profiler.h"
+#include "settings.h"
 #include "util.h"
 
 _Static_assert(sizeof(struct locks_config) <= PROFILER_CONFIG_MAX, "locks_config too big");
 
 /*
- * --lock-hold on the sides that can be timed here, said once: user mutexes
- * need uprobes, kernel locks need trampolines (fentry), which some kernels
- * refuse.  Adjusts @cfg before it is written to the kernel.
+ * --lock-hold on the sides that can be timed here: user mutexes need
+ * uprobes, kernel locks need trampolines (fentry), which some kernels refuse.
  */
+static void hold_possible(const struct locks_config *cfg, __u32 *user, __u32 *kernel)
+{
+	*user = cfg->hold_user && cfg->user && feature_has(FEAT_UPROBE);
+	*kernel = cfg->hold_kernel && cfg->kernel && feature_has(FEAT_FENTRY);
+}
+
+/* hold_possible, said once, on @cfg before it is written to the kernel. */
 static void hold_sides(struct locks_config *cfg)
 {
+	__u32 user, kernel;
 	char why[128];
 
-	cfg->hold_user &= cfg->user;
-	cfg->hold_kernel &= cfg->kernel;
-	if (cfg->hold_user && !feature_has(FEAT_UPROBE)) {
+	hold_possible(cfg, &user, &kernel);
+	if (cfg->hold_user && cfg->user && !user)
 		log_warn("locks: --lock-hold: no user mutex hold times: this kernel lacks %s",
 			 feature_missing(FEAT_UPROBE, why, sizeof(why)));
-		cfg->hold_user = 0;
-	}
-	if (cfg->hold_kernel && !feature_has(FEAT_FENTRY)) {
+	if (cfg->hold_kernel && cfg->kernel && !kernel)
 		log_warn("locks: --lock-hold: no kernel lock hold times: this kernel lacks %s%s",
-			 feature_missing(FEAT_FENTRY, why, sizeof(why)),
-			 cfg->hold_user ? "; user mutex holds only" : "");
-		cfg->hold_kernel = 0;
-	}
+			 feature_missing(FEAT_FENTRY, why, sizeof(why)), user ? "; user mutex holds only" : "");
+	cfg->hold_user = user;
+	cfg->hold_kernel = kernel;
+}
+
+static const char *side_name(const struct locks_config *cfg)
+{
+	return cfg->kernel && cfg->user ? "both" : cfg->kernel ? "kernel" : "user";
+}
+
+/* The sides and hold timing chose the programs loaded. */
+static void locks_keep_fixed(const void *now, void *next, struct changed_keys *keys)
+{
+	const struct locks_config *have = now;
+	struct locks_config *want = next;
+	__u32 have_user, have_kernel, want_user, want_kernel;
+
+	if (have->kernel != want->kernel || have->user != want->user)
+		changed_keys_add(keys, "--lock-side %s (loaded: %s)", side_name(want), side_name(have));
+	hold_possible(have, &have_user, &have_kernel);
+	hold_possible(want, &want_user, &want_kernel);
+	if (have_user != want_user || have_kernel != want_kernel)
+		changed_keys_add(keys, "--lock-hold %s (loaded: %s)", want_user || want_kernel ? "on" : "off",
+				 have_user || have_kernel ? "on" : "off");
+	want->kernel = have->kernel;
+	want->user = have->user;
+	want->hold_user = have->hold_user;
+	want->hold_kernel = have->hold_kernel;
 }
 
 /*
@@ -431,6 +460,7 @@ const struct profiler_ops profiler_locks = {
 	.options = locks_options,
 	.config_size = sizeof(struct locks_config),
 	.config_defaults = locks_defaults,
+	.keep_fixed = locks_keep_fixed,
 	.nraw = sizeof(struct locks_value) / sizeof(uint64_t),
 	.folded_raw = 1,
 	.needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_TASK_STORAGE) | FEAT_BIT(FEAT_TP_SCHED_EXEC) |

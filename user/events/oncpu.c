@@ -12,6 +12,7 @@
 #include "oncpu.h"
 #include "oncpu.skel.h"
 #include "profiler.h"
+#include "settings.h"
 #include "util.h"
 
 _Static_assert(sizeof(struct oncpu_config) <= PROFILER_CONFIG_MAX, "oncpu_config too big");
@@ -118,6 +119,17 @@ static bool parse_raw_samples(const char *arg, void *config)
 	return true;
 }
 
+/* The perf events were opened at their rate: a new one needs them opened again. */
+static void oncpu_keep_fixed(const void *now, void *next, struct changed_keys *keys)
+{
+	const struct oncpu_config *have = now;
+	struct oncpu_config *want = next;
+
+	if (have->freq_hz != want->freq_hz)
+		changed_keys_add(keys, "--freq %u (loaded: %u)", want->freq_hz, have->freq_hz);
+	want->freq_hz = have->freq_hz;
+}
+
 static const struct profiler_option oncpu_options[] = {
 	{ "freq", 'F', "HZ", "on-CPU samples per second per CPU (default 99)", parse_freq },
 	{ "include-idle", 0, NULL, "count the idle task (on-CPU)", parse_include_idle },
@@ -136,6 +148,7 @@ const struct profiler_ops profiler_oncpu = {
 	.options = oncpu_options,
 	.config_size = sizeof(struct oncpu_config),
 	.config_defaults = oncpu_defaults,
+	.keep_fixed = oncpu_keep_fixed,
 	.nraw = 1,
 	.folded_raw = 0,
 	.needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_PERF_EVENT_OPEN) | FEAT_BIT(FEAT_PROG_PERF_EVENT) |

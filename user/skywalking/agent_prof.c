@@ -125,7 +125,7 @@ int open_pinned(struct agent *a)
 	for (int k = 0; k < PROFILER_MAX; k++)
 		if (a->prof[k].ops)
 			ops[n++] = a->prof[k].ops;
-	err = pin_start(a->o.pin_dir, ops, n, &opts, profs);
+	err = pin_start(a->o.pin_dir, ops, n, &opts, profs, NULL, NULL);
 	/* Stored first, so that agent_free closes every one even after a failure below. */
 	for (int i = 0; i < n && !err; i++)
 		a->prof[ops[i]->id].p = profs[i];
