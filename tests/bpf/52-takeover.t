@@ -48,6 +48,9 @@ comm_weight() { folded oncpu | awk -v c="$1" -F';' '$1 == c { n = split($NF, a, 
 targets() { "$CTL" -d "$DIR" status | awk '$1 == "target_pids" { print $2 }' | tr ',' '\n' | grep . | sort -n | tr '\n' ' '; }
 # samples_want OUT: the samples cpuburn's CPU time (cpu_ns=N in OUT) gives at 99 Hz
 samples_want() { awk -v ns="$(kv "$1" cpu_ns)" 'BEGIN { printf "%.0f\n", ns / 1e9 * 99 }'; }
+# samples_slack WANT: per-CPU sampling counts a process's CPU time like a Poisson draw: 3 sigma
+# (+3). On a loaded machine a 5 s burner gets 40-90 samples, where 10% would be under 1 sigma.
+samples_slack() { awk -v w="$1" 'BEGIN { printf "%.0f\n", 3 * sqrt(w) + 3 }'; }
 SLEEP_RE='^sleeper_[0-9];.*;do_nanosleep_\[k\]'
 JOIN_RE='^sleeper_[0-9];.*;futex_wait_\[k\]'
 
@@ -71,7 +74,7 @@ ge "first daemon: A counted" "$(comm_weight burn_a)" 50
 kill_daemon
 held burn_b 5; B=$HELD
 held sleeper_1 2; S1=$HELD
-ok "restart with -p B,S --min-block-us 100000 starts" start_daemon second -p "$B,$S1" --min-block-us 100000
+ok "restart with -p B,S --min-block-us 1000000 starts" start_daemon second -p "$B,$S1" --min-block-us 1000000
 missing=""
 for f in unwind_rows unwind_procs; do [ -e "$DIR/$f" ] || missing="$missing $f"; done
 is "  the unwinding tables are pinned" "$missing" ""
@@ -85,13 +88,13 @@ want=$(samples_want "$TMP/burn_b.out")
 got=$(comm_weight burn_b)
 diag "B: $got samples, its CPU time gives $want; A grew $((a2 - a1)) meanwhile"
 ge "  B ran" "$want" 50
-is_within "  B's samples = its CPU time x 99 Hz (10%)" "$want" "$got" "$((want / 10 + 3))"
+is_within "  B's samples = its CPU time x 99 Hz (3 sigma)" "$want" "$got" "$(samples_slack "$want")"
 ok "  A is not counted any more (grew $((a2 - a1)))" test "$((a2 - a1))" -le 2
 folded offcpu > "$TMP/off1.folded"
 slept=$(kv "$TMP/sleeper_1.out" slept_ns)
 got=$(stack_weight "$TMP/off1.folded" '^sleeper_1;.*;do_nanosleep_\[k\]')
-ok "  --min-block-us 100000: the 50 ms sleeps not counted ($got of $slept ns)" awk -v g="$got" -v s="$slept" 'BEGIN { exit !(s > 0 && g < s / 20) }'
-ge "  --min-block-us 100000: the 2 s pthread_join counted (ns)" "$(stack_weight "$TMP/off1.folded" '^sleeper_1;.*;futex_wait_\[k\]')" 1500000000
+ok "  --min-block-us 1000000: the 50 ms sleeps not counted ($got of $slept ns)" awk -v g="$got" -v s="$slept" 'BEGIN { exit !(s > 0 && g < s / 20) }'
+ge "  --min-block-us 1000000: the 2 s pthread_join counted (ns)" "$(stack_weight "$TMP/off1.folded" '^sleeper_1;.*;futex_wait_\[k\]')" 1500000000
 
 # 3. kill -9, and a restart with --cgroup: C in the cgroup is counted, D
 #    (outside, running all along) and A are not.
@@ -108,7 +111,7 @@ a2=$(comm_weight burn_a); d2=$(comm_weight burn_d)
 want=$(samples_want "$TMP/burn_c.out")
 got=$(comm_weight burn_c)
 diag "C: $got samples, its CPU time gives $want; D grew $((d2 - d1)), A $((a2 - a1))"
-is_within "  C in the cgroup: samples = its CPU time x 99 Hz (10%)" "$want" "$got" "$((want / 10 + 3))"
+is_within "  C in the cgroup: samples = its CPU time x 99 Hz (3 sigma)" "$want" "$got" "$(samples_slack "$want")"
 ok "  D outside the cgroup is not counted (grew $((d2 - d1)))" test "$((d2 - d1))" -le 2
 ok "  A outside the cgroup is not counted (grew $((a2 - a1)))" test "$((a2 - a1))" -le 2
 kill "$D"

@@ -105,7 +105,9 @@ static void usage(FILE *out)
 "the BPF programs keep counting without the loader; read them with `aperture dump --pin DIR`\n"
 "(or `cat DIR/oncpu_folded` where the kernel allows the iterators), steer them through\n"
 "DIR/control, DIR/target_pids and DIR/NAME_config (tools/aperture-ctl). Started again, it\n"
-"takes over what is pinned instead of loading anew. Ctrl-C / SIGTERM leaves the pins in place.\n"
+"takes over what is pinned instead of loading anew, with the targets and filters of its own\n"
+"command line; what the loaded programs cannot change (-F, --unwind, ...) must match them, or\n"
+"`--unpin` them first. Ctrl-C / SIGTERM leaves the pins in place.\n"
 "\n"
 "Profilers (default: all but the opt-in ones:", PIN_DEFAULT_DIR);
 	for (int i = 0; profilers[i]; i++)
@@ -528,6 +530,7 @@ static void watch_processes(struct profiler *p, void *ctx)
 	struct daemon_run *run = ctx;
 
 	profiler_watch_processes(p, &run->events, run->sym);	/* degrades, logged */
+	profiler_track(p, run->o.pids, run->o.prof.npids);
 }
 
 static int daemon_start(struct daemon_run *run)

@@ -718,6 +718,16 @@ int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct sy
 	return err;
 }
 
+void profiler_track(struct profiler *p, const uint32_t *pids, int npids)
+{
+	for (int i = 0; p->sink && i < npids; i++) {
+		if (p->sink->sym)
+			symbolizer_track(p->sink->sym, pids[i]);
+		if (p->sink->unwinder)
+			unwinder_track(p->sink->unwinder, pids[i]);
+	}
+}
+
 struct into_ctx {
 	struct profile *prof;
 	uint64_t lost_stacks;

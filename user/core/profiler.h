@@ -262,6 +262,13 @@ typedef void (*raw_event_fn)(const struct aperture_raw_event *ev, void *ctx);
 int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym,
 			  raw_event_fn fn, void *ctx);
 
+/*
+ * After profiler_watch_events: reads the maps of these processes (tables,
+ * symbols) now rather than at their first event, so that targets known from
+ * the start have their tables before their first samples, or soon after.
+ */
+void profiler_track(struct profiler *p, const uint32_t *pids, int npids);
+
 /* The DWARF unwinder's one-line report (nothing when it is off or not the owner). */
 void profiler_unwind_report(const struct profiler *p, FILE *out);
 
