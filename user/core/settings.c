@@ -10,8 +10,10 @@ void changed_keys_add(struct changed_keys *keys, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (keys->len + 2 >= sizeof(keys->text))
-		return;	/* the count still says how many */
+	if (keys->len + 2 >= sizeof(keys->text)) {
+		keys->n++;	/* no room left to name it: the count still says how many */
+		return;
+	}
 	if (keys->n)
 		keys->len += snprintf(keys->text + keys->len, sizeof(keys->text) - keys->len, ", ");
 	va_start(ap, fmt);
