@@ -9,6 +9,10 @@ APERTURE="${APERTURE_BIN:-$TOP/aperture}"
 WL="$TOP/tests/build"			# built workloads and test binaries
 TMP=$(mktemp -d /tmp/aperture-test.XXXXXX)
 _n=0; _failed=0; _bg_pids=()
+# APERTURE_TEST_SCALE: a whole number that multiplies the tests' waits and timeouts (not their
+# known answers) where everything runs slower: qemu TCG in tools/test-kernels.sh sets 10.
+TEST_SCALE=${APERTURE_TEST_SCALE:-1}
+[[ $TEST_SCALE =~ ^[1-9][0-9]*$ ]] || { echo "Bail out! APERTURE_TEST_SCALE=$TEST_SCALE is not a whole number >= 1"; exit 1; }
 
 plan() { echo "1..$1"; }
 diag() { printf '# %s\n' "$*"; }

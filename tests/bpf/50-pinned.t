@@ -19,7 +19,7 @@ start_daemon() {
 	"$APERTURE" run --pin "$DIR" "$@" 2>>"$TMP/daemon.err" &
 	DAEMON=$!
 	_bg_pids+=("$DAEMON")
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 100 * TEST_SCALE; i++)); do
 		[ -e "$DIR/oncpu_active" ] && return 0	# pinned last
 		sleep 0.1
 	done

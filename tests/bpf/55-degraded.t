@@ -17,8 +17,10 @@ CTL="$TOP/tools/aperture-ctl"
 export APERTURE
 at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
 
-# wait_pin PATH: up to 10 s for a pin to appear
-wait_pin() { local i; for ((i = 0; i < 100; i++)); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+# wait_pin PATH: up to 10 s (x APERTURE_TEST_SCALE) for a pin to appear
+wait_pin() { local i; for ((i = 0; i < 100 * TEST_SCALE; i++)); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+# wait_line FILE ERE: up to 10 s (x APERTURE_TEST_SCALE) for a line matching ERE in FILE
+wait_line() { local i; for ((i = 0; i < 100 * TEST_SCALE; i++)); do grep -qE "$2" "$1" && return 0; sleep 0.1; done; return 1; }
 # by_stack: folded lines summed per stack, sorted (the iterator prints one line per thread)
 by_stack() { awk '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); t[s] += w } END { for (s in t) printf "%s %.0f\n", s, t[s] }' | sort; }
 # pins: the names under $DIR, one line
@@ -97,7 +99,7 @@ is "dump with nothing pinned: one line" "$(wc -l < "$TMP/nodir.err")" 1
 kill "$D" "$K"; wait "$D" 2>/dev/null
 "$APERTURE" run --pin "$DIR" 2>"$TMP/takeover.err" &
 D=$!; _bg_pids+=("$D")
-sleep 1.5
+wait_line "$TMP/takeover.err" 'pinned without'
 ok "restart takes over the set without iterators" grep -q 'took over' "$TMP/takeover.err"
 is "the takeover names the missing iterator once" "$(grep -c 'pinned without oncpu_folded' "$TMP/takeover.err")" 1
 kill "$D"; wait "$D" 2>/dev/null
@@ -129,7 +131,7 @@ kill "$W"
 fresh_start_fails() {
 	local n=$1; shift
 	FS_RC=0
-	APERTURE_FAIL_AT=$n timeout --preserve-status -s INT 4 "$APERTURE" run --pin "$DIR" "$@" \
+	APERTURE_FAIL_AT=$n timeout --preserve-status -s INT $((4 * TEST_SCALE)) "$APERTURE" run --pin "$DIR" "$@" \
 		>/dev/null 2>"$TMP/fail.err" || FS_RC=$?
 }
 progs_before="$(ap_programs oncpu_sample) $(ap_programs offcpu_switch)"
