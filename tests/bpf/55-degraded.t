@@ -105,25 +105,37 @@ is "the takeover names the missing iterator once" "$(grep -c 'pinned without onc
 kill "$D"; wait "$D" 2>/dev/null
 "$APERTURE" run --unpin --pin "$DIR" 2>/dev/null
 
-# 5. Where the kernel loads the iterators: dump prints what cat prints.
-if have_feature iter_map_elem; then
-	bg "$WL/sleeper" 30; S=$BG_PID
-	"$APERTURE" run --pin "$DIR" -p "$W,$S" 2>"$TMP/both.err" &
-	D=$!; _bg_pids+=("$D")
-	wait_pin "$DIR/offcpu_active"
-	sleep 2
-	"$CTL" -d "$DIR" pause >/dev/null	# totals stand still while both are read
-	for p in oncpu offcpu; do
-		by_stack < "$DIR/${p}_folded" > "$TMP/$p.cat"
-		"$APERTURE" dump --pin "$DIR" "$p" | by_stack > "$TMP/$p.dump"
-		ge "$p: the iterator has stacks" "$(wc -l < "$TMP/$p.cat")" 2
+# 5. Where the kernel loads the iterators: dump prints what cat prints.  Either way, dump names a
+#    BPF program's frame (the leaf of every off-CPU kernel stack) as the kernel's %ps does, so
+#    that it is the same frame in both: bpf_prog_TAG_NAME, without /proc/kallsyms' "[bpf]".
+bg "$WL/sleeper" 30; S=$BG_PID
+"$APERTURE" run --pin "$DIR" -p "$W,$S" 2>"$TMP/both.err" &
+D=$!; _bg_pids+=("$D")
+wait_pin "$DIR/offcpu_active"
+sleep 2
+"$CTL" -d "$DIR" pause >/dev/null	# totals stand still while both are read
+for p in oncpu offcpu; do
+	"$APERTURE" dump --pin "$DIR" "$p" | by_stack > "$TMP/$p.dump"
+	if have_feature iter_map_elem; then
+		cat "$DIR/${p}_folded" > "$TMP/$p.raw"
+		by_stack < "$TMP/$p.raw" > "$TMP/$p.cat"
+		if [ $p = oncpu ]; then	# cpuburn's burn_50, burn_30 and burn_20: three user-only stacks at least
+			ge "oncpu: the iterator has cpuburn's three burn stacks" \
+				"$(grep '^cpuburn;' "$TMP/$p.cat" | grep -vc '_\[k\]')" 3
+		else			# one line per thread (the key has the pid): sleeper's four in nanosleep
+			ge "offcpu: the iterator has a line for each of sleeper's four threads" \
+				"$(grep -c '^sleeper;.*;__x64_sys_nanosleep_\[k\]' "$TMP/$p.raw")" 4
+		fi
 		ok "$p: aperture dump = cat ${p}_folded, stack by stack" diff "$TMP/$p.cat" "$TMP/$p.dump"
-	done
-	kill "$D" "$S"; wait "$D" 2>/dev/null
-	"$APERTURE" run --unpin --pin "$DIR" 2>/dev/null
-else
-	skip "aperture dump = cat NAME_folded" "$(feature_why iter_map_elem)"
-fi
+	else
+		skip "$p: aperture dump = cat ${p}_folded" "$(feature_why iter_map_elem)"
+	fi
+done
+ok "offcpu: dump names the BPF program's frame as %ps does (bpf_prog_TAG_offcpu_switch_[k])" \
+	grep -q ';bpf_prog_[0-9a-f]*_offcpu_switch_\[k\]' "$TMP/offcpu.dump"
+is "offcpu: no frame with /proc/kallsyms' [bpf]" "$(grep -c ' \[bpf\]' "$TMP/offcpu.dump")" 0
+kill "$D" "$S"; wait "$D" 2>/dev/null
+"$APERTURE" run --unpin --pin "$DIR" 2>/dev/null
 kill "$W"
 
 # 6. A pinned start that fails at any step leaves nothing: walk every step.
