@@ -198,10 +198,12 @@ soak: deps aperture
 	@$(MAKE) -s -C tests
 	bash tools/soak.sh
 
-# Not part of `make test` (qemu TCG, about 20 s a boot): boots each kernel (default: Debian
-# bookworm's newest 6.1 cloud kernel; KERNELS="vmlinuz-or-linux-image-package ...") normally and
-# with lockdown=confidentiality / lockdown=integrity, runs a smoke subset of the static binary,
-# prints a table and writes build/kernels/results.md; exit 1 if a step failed.
+# Not part of `make test` (qemu TCG, about a minute a boot, 10 more with the test files): boots each
+# kernel (default: Debian bookworm's newest 6.1 cloud kernel; KERNELS="vmlinuz-or-linux-image-package
+# ...") normally and with lockdown=confidentiality / lockdown=integrity, runs a smoke subset of the
+# static binary and, in the normal boot, tests/bpf/{50-pinned,55-degraded,60-locks}.t on this
+# machine's root filesystem (tools/test-kernels.sh --help), prints a table and writes
+# build/kernels/results.md; exit 1 if a step failed.
 test-kernels: deps aperture
 	@bash tools/deps.sh --kernels
 	bash tools/test-kernels.sh $(KERNELS)

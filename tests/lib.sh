@@ -9,6 +9,10 @@ APERTURE="${APERTURE_BIN:-$TOP/aperture}"
 WL="$TOP/tests/build"			# built workloads and test binaries
 TMP=$(mktemp -d /tmp/aperture-test.XXXXXX)
 _n=0; _failed=0; _bg_pids=()
+# APERTURE_TEST_SCALE: a whole number that multiplies the tests' waits and timeouts (not their
+# known answers) where everything runs slower: qemu TCG in tools/test-kernels.sh sets 10.
+TEST_SCALE=${APERTURE_TEST_SCALE:-1}
+[[ $TEST_SCALE =~ ^[1-9][0-9]*$ ]] || { echo "Bail out! APERTURE_TEST_SCALE=$TEST_SCALE is not a whole number >= 1"; exit 1; }
 
 plan() { echo "1..$1"; }
 diag() { printf '# %s\n' "$*"; }
@@ -162,13 +166,22 @@ have_feature() {
 }
 # feature_why NAME: the errno and step of a missing feature, for a TAP skip reason
 feature_why() { grep "^    \"$1\":" "$TMP/doctor.json" | sed 's/^ *//; s/,$//'; }
-# ap_programs NAME: how many loaded BPF programs called NAME (bpftool truncates to 15 chars) no
-# process holds open: those pinned or attached by pinned links, which outlive their loader.  A
-# program some process holds (another test's, another session's) dies with it: not counted.
+# ap_programs NAME: how many loaded BPF programs called NAME (bpftool truncates to 15 chars) that
+# nothing accounts for: no process holds them open and none of their maps is pinned.  Such a
+# program outlived its loader and its pins: a leak.  A program some process holds (another
+# test's, another session's) dies with it, and one whose maps are pinned belongs to a pinned set
+# (another test's daemon between kill -9 and takeover): neither is counted.
 ap_programs() {
-	local held
+	local held pinned
 	held=$(grep -hs '^prog_id:' /proc/[0-9]*/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -u | tr '\n' ' ')
-	bpftool prog show 2>/dev/null | awk -v n="${1:0:15}" -v held=" $held" '
-		$0 ~ " name " n " " { id = $1; sub(/:$/, "", id); if (index(held, " " id " ") == 0) c++ }
-		END { print c + 0 }'
+	pinned=$(bpftool -f map show 2>/dev/null | awk '/^[0-9]+: / { id = $1; sub(/:$/, "", id) }
+		/^\tpinned / { print id }' | sort -u | tr '\n' ' ')
+	bpftool prog show 2>/dev/null | awk -v n="${1:0:15}" -v held=" $held" -v pinned=" $pinned" '
+		function done_prog(  i, k, ids) { if (!cand) return; k = split(maps, ids, ",")
+			for (i = 1; i <= k; i++) if (index(pinned, " " ids[i] " ")) { cand = 0; return }
+			c++; cand = 0 }
+		/^[0-9]+: / { done_prog(); maps = ""; id = $1; sub(/:$/, "", id)
+			cand = $0 ~ " name " n " " && index(held, " " id " ") == 0 }
+		/map_ids / { for (i = 1; i < NF; i++) if ($i == "map_ids") maps = $(i + 1) }
+		END { done_prog(); print c + 0 }'
 }

@@ -8,7 +8,7 @@ TEST="libprotobuf-c-dev protobuf-c-compiler golang-go libxml2-utils procps
       python3-grpcio python3-protobuf elfutils binutils util-linux valgrind xz-utils
       golang-github-google-pprof-dev iproute2 libclang-rt-14-dev"
 BENCH="linux-perf bpftrace libbpf-tools time jq"
-KERNELS="qemu-system-x86 busybox-static cpio"
+KERNELS="qemu-system-x86 busybox-static cpio squashfs-tools kmod xz-utils zstd"
 want="$BUILD $TEST"
 [ "${1:-}" = "--bench" ] && want="$want $BENCH"
 [ "${1:-}" = "--kernels" ] && want="$want $KERNELS"

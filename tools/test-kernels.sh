@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # test-kernels.sh: smoke-test the static aperture binary on other kernels under qemu.
 #
-#   tools/test-kernels.sh [--deps] [--no-lockdown] [--modes LIST] [VMLINUZ|DEBIAN-PACKAGE...]
+#   tools/test-kernels.sh [--deps] [--no-lockdown] [--modes LIST] [--tests LIST] [--test-modes LIST]
+#                         [VMLINUZ|DEBIAN-PACKAGE...]
 #
 # e.g. tools/test-kernels.sh                                    (bookworm's newest 6.1 cloud kernel)
 #      tools/test-kernels.sh linux-image-6.12-cloud-amd64 /boot/vmlinuz-$(uname -r)
+#      tools/test-kernels.sh --modes normal --tests 55-degraded linux-image-6.12-cloud-amd64
 #
 # Each kernel image (default: Debian bookworm's newest linux-image-6.1.0-*-cloud-amd64,
 # fetched with apt-get download into build/kernels/) is booted under qemu (TCG: there is no
@@ -15,6 +17,15 @@
 # burn_50/30/20 from the decoded pprof) and off-CPU, run --pin with takeover after kill -9,
 # dump, the pinned iterator, --unpin.  Every kernel is booted three times: normally, with
 # lockdown=confidentiality (bpf_probe_read_kernel and friends denied) and with lockdown=integrity.
+#
+# Test files: after the smoke steps, the boots of the --test-modes (default: normal) also run
+# tests/bpf/{50-pinned,55-degraded,60-locks}.t (--tests) with `prove -v --exec bash`, as on the
+# host: this machine's root filesystem (less what the tests do not need, a cached squashfs,
+# build/kernels/hostroot.sqfs) and the tree (aperture, tests/, tools/) are two read-only virtio
+# disks under a tmpfs overlay, so bash, perl, python3, go, bpftool and the workloads are there.
+# The kernel's virtio, squashfs and overlay modules go into the initramfs.  Under TCG the tests'
+# waits and timeouts are scaled by APERTURE_TEST_SCALE (TEST_SCALE, default 10); their known
+# answers are not.
 #
 # Results: a table per kernel and boot on stdout and in build/kernels/results.md; console
 # logs in build/kernels/logs/.  Exit status 1 when a step failed or a boot did not finish.
@@ -27,6 +38,10 @@
 #                     normal; confidentiality (or lockdown): lockdown=confidentiality;
 #                     integrity: lockdown=integrity (what Debian's kernels do under UEFI Secure
 #                     Boot, and what this host runs)
+#   --tests LIST      comma-separated test files of tests/bpf (default 50-pinned,55-degraded,60-locks;
+#                     none: smoke steps only)
+#   --test-modes LIST the boot modes that also run the test files (default normal)
+#   --rebuild-root    rebuild the cached host root image (after installing packages)
 # Environment:
 #   APERTURE          the static binary under test (default: aperture at the top of the tree)
 #   KERNELS_DIR       cache and output directory (default: build/kernels in the tree)
@@ -34,6 +49,8 @@
 #   QEMU_MEM QEMU_SMP guest memory (MiB, default 1024) and CPUs (default 2)
 #   VERBOSE=1         record/run with -vv in the guest (libbpf and verifier logs on failure)
 #   KERNEL_PKG        the Debian kernel package to fetch when no image is given
+#   TEST_SCALE        APERTURE_TEST_SCALE in the guest (default 10)
+#   TESTS_TIMEOUT     seconds before a boot that runs test files is killed (default 7200)
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -45,7 +62,12 @@ QEMU_MEM=${QEMU_MEM:-1024}
 QEMU_SMP=${QEMU_SMP:-2}
 VERBOSE=${VERBOSE:-0}
 MODES=normal,confidentiality,integrity
-PKGS="qemu-system-x86 busybox-static cpio file gcc protobuf-c-compiler libprotobuf-c-dev zlib1g-dev"
+TESTS=50-pinned,55-degraded,60-locks
+TEST_MODES=normal
+TEST_SCALE=${TEST_SCALE:-10}
+TESTS_TIMEOUT=${TESTS_TIMEOUT:-7200}
+REBUILD_ROOT=0
+PKGS="qemu-system-x86 busybox-static cpio file gcc protobuf-c-compiler libprotobuf-c-dev zlib1g-dev squashfs-tools xz-utils zstd kmod"
 
 say() { printf 'test-kernels: %s\n' "$*" >&2; }
 die() { say "$*"; exit 2; }
@@ -71,7 +93,12 @@ while [ $# -gt 0 ]; do
 	--no-lockdown) MODES=normal ;;
 	--modes) MODES=$2; shift ;;
 	--modes=*) MODES=${1#--modes=} ;;
-	-h|--help) sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--tests) TESTS=$2; shift ;;
+	--tests=*) TESTS=${1#--tests=} ;;
+	--test-modes) TEST_MODES=$2; shift ;;
+	--test-modes=*) TEST_MODES=${1#--test-modes=} ;;
+	--rebuild-root) REBUILD_ROOT=1 ;;
+	-h|--help) sed -n '3,53p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option $1 (--help)" ;;
 	linux-image-*) [ -f "$1" ] && images+=("$(realpath "$1")") || pkgs+=("$1") ;;
 	*) [ -f "$1" ] || die "$1: no such kernel image"; images+=("$(realpath "$1")") ;;
@@ -143,6 +170,68 @@ if [ ! -x "$KDIR/bin/pprof_decode" ] || [ tests/tools/pprof_decode.c -nt "$KDIR/
 	gcc -static -O2 -Wall -I"$KDIR/pprof-c" -o "$KDIR/bin/pprof_decode" tests/tools/pprof_decode.c \
 		"$KDIR/pprof-c/profile.pb-c.c" -lprotobuf-c -lz
 fi
+
+# --- the test files' root: this machine's, read-only --------------------------------------
+RUN_TESTS=0
+[ -n "$TESTS" ] && [ "$TESTS" != none ] && RUN_TESTS=1
+HOSTROOT="$KDIR/hostroot.sqfs"
+TREE_IMG="$KDIR/tree.sqfs"
+if [ $RUN_TESTS = 1 ]; then
+	for t in ${TESTS//,/ }; do [ -f "tests/bpf/$t.t" ] || die "tests/bpf/$t.t: no such test file"; done
+	make -s -C tests >/dev/null || die "make -C tests failed"
+	# What the test files need is bash, perl (prove), /usr/bin/python3, go (pprof), bpftool and
+	# coreutils: the root less the big trees nothing runs from.  Built once (a few minutes).
+	if [ $REBUILD_ROOT = 1 ] || [ ! -s "$HOSTROOT" ]; then
+		say "building $HOSTROOT from / (once; --rebuild-root after installing packages)"
+		rm -f "$HOSTROOT"
+		nice -n 19 mksquashfs / "$HOSTROOT" -comp lz4 -no-progress -quiet -wildcards -no-xattrs \
+			-e proc sys dev run tmp mnt media boot home root work farm old_root lost+found srv opt \
+			'var/cache/*' 'var/lib/apt/lists/*' 'var/log/*' 'usr/local/*' usr/lib/google-cloud-sdk \
+			usr/lib/jvm usr/lib/llvm-14 usr/lib/gcc usr/include usr/lib/postgresql 'usr/share/doc/*' \
+			'usr/share/man/*' 'usr/share/locale/*' usr/src usr/lib/debug usr/lib32 >/dev/null ||
+			{ rm -f "$HOSTROOT"; die "mksquashfs / failed"; }
+	fi
+	rm -f "$TREE_IMG"
+	mksquashfs "$APERTURE" tests tools "$TREE_IMG" -comp lz4 -no-progress -quiet -no-xattrs \
+		-e tests/build/pprof-c >/dev/null || die "mksquashfs of the tree failed"
+fi
+
+# guest_modules VMLINUZ OUTDIR: the kernel's modules for virtio disks, squashfs and overlay
+# (with what they depend on, uncompressed: busybox insmod reads plain .ko) into OUTDIR, and
+# OUTDIR/load: their names in load order.  Built-in ones (6.12's virtio_pci) are left out.
+guest_modules() {
+	local rel base want out=$2
+	rel=$(basename "$1" | sed 's/^vmlinuz-//')
+	base=$(dirname "$(dirname "$1")")/lib/modules/$rel
+	[ -d "$base/kernel" ] || die "$base: no modules for $1 (a Debian package's image is needed for --tests)"
+	# a package's modules come without modules.dep (the install makes it)
+	[ -s "$base/modules.dep" ] || depmod -b "$(dirname "$(dirname "$(dirname "$base")")")" "$rel" ||
+		die "depmod for $rel failed"
+	rm -rf "$out" && mkdir -p "$out"
+	: >"$out/load"
+	# mod_load NAME: its dependencies first, then it
+	mod_load() {
+		local path deps d
+		path=$(awk -F: -v n="$1" '{ f = $1; sub(/.*\//, "", f); sub(/\.ko(\.xz|\.zst|\.gz)?$/, "", f)
+			gsub(/-/, "_", f); if (f == n) { print; exit } }' "$base/modules.dep")
+		[ -n "$path" ] || return 0	# built in
+		deps=${path#*:}
+		path=${path%%:*}
+		for d in $deps; do
+			d=$(basename "$d" | sed 's/\.ko\(\.xz\|\.zst\|\.gz\)\{0,1\}$//; s/-/_/g')
+			mod_load "$d"
+		done
+		grep -qx "$1" "$out/load" && return 0
+		case $path in
+		*.xz) xz -dc "$base/$path" >"$out/$1.ko" ;;
+		*.zst) zstd -qdc "$base/$path" >"$out/$1.ko" ;;
+		*.gz) gzip -dc "$base/$path" >"$out/$1.ko" ;;
+		*) cp "$base/$path" "$out/$1.ko" ;;
+		esac
+		echo "$1" >>"$out/load"
+	}
+	for want in virtio_pci virtio_blk squashfs overlay; do mod_load "$want"; done
+}
 
 # --- the initramfs -------------------------------------------------------------------------
 ROOT="$KDIR/initramfs"
@@ -369,6 +458,62 @@ if dmesg | grep -E '[Bb][Pp][Ff]|[Ll]ockdown|BUG:|WARNING:' | grep -qv 'swapper\
 		sort -k3 | uniq -c -f2 | sort -k2 -n | head -20 | sed 's/^/#   /'
 fi
 echo "APERTURE-SMOKE-END"
+
+# The test files, with this machine's root (disk 1, squashfs) under a tmpfs overlay and the tree
+# (disk 2) at /aperture: TAP of `prove -v` between markers, one pair a file.
+TESTS=$(sed -n 's/.*aperture\.tests=\([a-z0-9,-]*\).*/\1/p' /proc/cmdline)
+SCALE=$(sed -n 's/.*aperture\.scale=\([0-9.]*\).*/\1/p' /proc/cmdline)
+FILE_TIMEOUT=$(sed -n 's/.*aperture\.file_timeout=\([0-9]*\).*/\1/p' /proc/cmdline)
+R=/newroot
+root_up() {
+	local m
+	for m in $(cat /modules/load 2>/dev/null); do
+		insmod /modules/$m.ko || { echo "# insmod $m failed"; return 1; }
+	done
+	mkdir -p /lower /rw $R
+	mount -t squashfs -o ro /dev/vda /lower || return 1
+	mount -t tmpfs -o size=70% rw /rw && mkdir -p /rw/upper /rw/work || return 1
+	mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work $R || return 1
+	mkdir -p $R/aperture $R/proc $R/sys $R/dev $R/tmp $R/run $R/root
+	mount -t squashfs -o ro /dev/vdb $R/aperture || return 1
+	mount -t proc proc $R/proc && mount -t sysfs sysfs $R/sys && mount -t devtmpfs dev $R/dev || return 1
+	mkdir -p $R/dev/shm $R/dev/pts
+	# what udev would make: bash's <(...) needs /dev/fd
+	ln -sf /proc/self/fd $R/dev/fd && ln -sf /proc/self/fd/0 $R/dev/stdin &&
+		ln -sf /proc/self/fd/1 $R/dev/stdout && ln -sf /proc/self/fd/2 $R/dev/stderr
+	mount -t tmpfs tmp $R/tmp && mount -t tmpfs run $R/run && mount -t tmpfs shm $R/dev/shm || return 1
+	mount -t devpts devpts $R/dev/pts 2>/dev/null
+	mount -t bpf bpf $R/sys/fs/bpf || return 1
+	mount -t securityfs none $R/sys/kernel/security 2>/dev/null
+	mount -t debugfs none $R/sys/kernel/debug 2>/dev/null
+	mount -t tmpfs cgroup $R/sys/fs/cgroup 2>/dev/null && mkdir -p $R/sys/fs/cgroup/unified &&
+		mount -t cgroup2 none $R/sys/fs/cgroup/unified 2>/dev/null
+	chmod 1777 $R/tmp
+	return 0
+}
+if [ -n "$TESTS" ]; then
+	echo "APERTURE-TESTS-BEGIN"
+	if root_up; then
+		diag "test files: $TESTS, APERTURE_TEST_SCALE=$SCALE, $FILE_TIMEOUT s each at most"
+		for t in $(echo "$TESTS" | tr ',' ' '); do
+			echo "APERTURE-TEST-FILE-BEGIN $t"
+			t1=$(cut -d' ' -f1 /proc/uptime)
+			rc=0
+			timeout -s KILL "$FILE_TIMEOUT" chroot $R /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+				PATH=/usr/sbin:/usr/bin:/sbin:/bin APERTURE_TEST_SCALE="$SCALE" \
+				/bin/bash -c "cd /aperture && exec prove -v --nocolor --exec bash tests/bpf/$t.t" </dev/null 2>&1 || rc=$?
+			echo "APERTURE-TEST-FILE-END $t rc=$rc secs=$(awk -v a="$t1" '{ printf "%.0f", $1 - a }' /proc/uptime)"
+			# whatever a killed file left behind must not change the next one
+			for p in $(ls $R/sys/fs/bpf 2>/dev/null); do
+				[ -d "$R/sys/fs/bpf/$p" ] && diag "left pinned: /sys/fs/bpf/$p" && rm -rf "$R/sys/fs/bpf/$p"
+			done
+		done
+	else
+		echo "# the test root could not be set up"
+		dmesg | tail -20 | sed 's/^/#   /'
+	fi
+	echo "APERTURE-TESTS-END"
+fi
 sync
 poweroff -f
 sleep 10
@@ -379,19 +524,53 @@ INITRD="$KDIR/initramfs.cpio.gz"
 (cd "$ROOT" && find . -print0 | cpio --null -o -H newc --quiet -R 0:0) | gzip -1 >"$INITRD"
 say "initramfs: $(stat -c %s "$INITRD") bytes ($APERTURE: $(stat -c %s "$APERTURE") bytes)"
 
+# kernel_initrd VMLINUZ: the initramfs with VMLINUZ's modules appended (for the test files; the
+# kernel unpacks concatenated cpio archives in turn)
+kernel_initrd() {
+	local tag out
+	tag=$(basename "$1" | sed 's/^vmlinuz-//')
+	out="$KDIR/initramfs-$tag.cpio.gz"
+	guest_modules "$1" "$KDIR/modules-$tag/modules"
+	{ cat "$INITRD"; (cd "$KDIR/modules-$tag" && find . -print0 | cpio --null -o -H newc --quiet -R 0:0 | gzip -1); } >"$out"
+	say "$tag: modules $(tr '\n' ' ' <"$KDIR/modules-$tag/modules/load")"
+}
+
 # --- boot -----------------------------------------------------------------------------------
-boot() {	# boot VMLINUZ MODE LOG
-	local extra="aperture.mode=$2"
+boot() {	# boot VMLINUZ MODE LOG [TESTS]
+	local extra="aperture.mode=$2" initrd=$INITRD secs=$BOOT_TIMEOUT mem=$QEMU_MEM disks=()
 	[ "$2" = normal ] || extra="$extra lockdown=$2"
 	[ "$VERBOSE" = 1 ] && extra="$extra aperture.verbose=1"
-	timeout -k 10 "$BOOT_TIMEOUT" nice -n 19 qemu-system-x86_64 \
-		-nographic -no-reboot -m "$QEMU_MEM" -smp "$QEMU_SMP" -accel tcg -cpu max \
-		-nic none \
-		-kernel "$1" -initrd "$INITRD" \
+	if [ -n "${4:-}" ]; then
+		initrd=$KDIR/initramfs-$(basename "$1" | sed 's/^vmlinuz-//').cpio.gz
+		extra="$extra aperture.tests=$4 aperture.scale=$TEST_SCALE aperture.file_timeout=$((TESTS_TIMEOUT / 3))"
+		secs=$TESTS_TIMEOUT
+		[ "$mem" -ge 3072 ] || mem=3072	# the overlay's writes and the tests' /tmp are in RAM
+		disks=(-drive "file=$HOSTROOT,format=raw,if=virtio,readonly=on"
+		       -drive "file=$TREE_IMG,format=raw,if=virtio,readonly=on")
+	fi
+	timeout -k 10 "$secs" nice -n 19 qemu-system-x86_64 \
+		-nographic -no-reboot -m "$mem" -smp "$QEMU_SMP" -accel tcg -cpu max \
+		-nic none "${disks[@]}" \
+		-kernel "$1" -initrd "$initrd" \
 		-append "console=ttyS0 panic=-1 quiet loglevel=4 $extra" </dev/null >"$3" 2>&1
 }
 
 RESULTS="$KDIR/results.md"
+# smoke_tap LOG: the smoke steps' lines
+smoke_tap() { sed -n '/APERTURE-SMOKE-BEGIN/,/^APERTURE-SMOKE-END/p' "$1" | sed 's/^.*APERTURE-SMOKE-BEGIN/APERTURE-SMOKE-BEGIN/'; }
+# file_tap LOG FILE: the prove -v output of one test file
+file_tap() { sed -n "/^APERTURE-TEST-FILE-BEGIN $2\$/,/^APERTURE-TEST-FILE-END $2 /p" "$1"; }
+# file_counts LOG FILE: "FILE|ok|not ok|skipped|prove's result|seconds"
+file_counts() {
+	file_tap "$1" "$2" | awk -v f="$2" '
+		/^ok [0-9]+/ { if ($0 ~ /# SKIP/) skip++; else ok++ }
+		/^not ok [0-9]+/ { nok++ }
+		/^Result: / { res = $2 }
+		/^APERTURE-TEST-FILE-END/ { for (i = 1; i <= NF; i++) if ($i ~ /^secs=/) { secs = substr($i, 6) }
+			for (i = 1; i <= NF; i++) if ($i ~ /^rc=/) rc = substr($i, 4) }
+		END { if (res == "") res = (rc == "" ? "did not finish" : "no result (rc " rc ")")
+			printf "%s|%d|%d|%d|%s|%s\n", f, ok, nok, skip, res, secs == "" ? "-" : secs }'
+}
 summary=()	# one "release|mode|secs|status|file" per boot
 status=0
 for img in "${images[@]}"; do
@@ -402,16 +581,24 @@ for img in "${images[@]}"; do
 		say "booting $tag ($mode), log $log"
 		t0=$(date +%s)
 		rc=0
-		boot "$img" "$mode" "$log" || rc=$?
+		files=
+		[ $RUN_TESTS = 1 ] && [[ ",$TEST_MODES," == *",$mode,"* ]] && files=$TESTS
+		[ -z "$files" ] || kernel_initrd "$img"
+		boot "$img" "$mode" "$log" "$files" || rc=$?
 		secs=$(( $(date +%s) - t0 ))
 		# no CRs, no terminal escapes (seabios and qemu print some)
 		sed 's/\r//g; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' "$log" >"$log.tmp" && mv "$log.tmp" "$log"
 		rel=$(sed -n 's/^# kernel: //p' "$log" | head -1)
 		st="done"
 		grep -q '^APERTURE-SMOKE-END' "$log" || { st="incomplete (qemu exit $rc)"; status=1; }
+		[ -z "$files" ] || grep -q '^APERTURE-TESTS-END' "$log" || { st="incomplete (qemu exit $rc)"; status=1; }
 		grep -q '^not ok ' "$log" && status=1
+		smoke_tap "$log" >"$log.smoke"
 		summary+=("${rel:-$tag}|$mode|$secs|$st|$log")
-		say "$tag ($mode): $st in $secs s: $(grep -c '^ok ' "$log" || true) ok, $(grep -c '^not ok ' "$log" || true) not ok"
+		say "$tag ($mode): $st in $secs s: $(grep -c '^ok ' "$log.smoke" || true) ok, $(grep -c '^not ok ' "$log.smoke" || true) not ok"
+		for t in ${files//,/ }; do
+			say "  tests/bpf/$t.t: $(file_counts "$log" "$t" | awk -F'|' '{ print $2 " ok, " $3 " not ok, " $4 " skipped, " $5 ", " $6 " s" }')"
+		done
 	done
 done
 
@@ -424,13 +611,13 @@ done
 	printf '|---|'; for s in "${summary[@]}"; do printf -- '---|'; done; echo
 	# every step name seen in any log, in first-seen order
 	steps=$(for s in "${summary[@]}"; do IFS='|' read -r _ _ _ _ log <<<"$s"
-		sed -nE 's/^(not )?ok [0-9]+ - //p' "$log" | sed 's/ # SKIP.*//'; done | awk '!seen[$0]++')
+		sed -nE 's/^(not )?ok [0-9]+ - //p' "$log.smoke" | sed 's/ # SKIP.*//'; done | awk '!seen[$0]++')
 	while IFS= read -r step; do
 		[ -n "$step" ] || continue
 		printf '| %s |' "$step"
 		for s in "${summary[@]}"; do
 			IFS='|' read -r _ _ _ _ log <<<"$s"
-			line=$(grep -E "^(not )?ok [0-9]+ - " "$log" | awk -v s="$step" '{ l = $0; sub(/^(not )?ok [0-9]+ - /, "", l); t = l; sub(/ # SKIP.*/, "", t); if (t == s) { print $0; exit } }')
+			line=$(grep -E "^(not )?ok [0-9]+ - " "$log.smoke" | awk -v s="$step" '{ l = $0; sub(/^(not )?ok [0-9]+ - /, "", l); t = l; sub(/ # SKIP.*/, "", t); if (t == s) { print $0; exit } }')
 			case $line in
 			"") printf ' - |' ;;
 			"not ok"*) printf ' **FAIL** |' ;;
@@ -442,6 +629,33 @@ done
 	done <<<"$steps"
 	printf '| boot (wall time) |'; for s in "${summary[@]}"; do IFS='|' read -r _ _ secs st _ <<<"$s"; printf ' %s, %s s |' "$st" "$secs"; done; echo
 	echo
+	if grep -q '^APERTURE-TEST-FILE-BEGIN' "${summary[@]##*|}" 2>/dev/null; then
+		echo "### test files in the guest (prove -v --exec bash, APERTURE_TEST_SCALE=$TEST_SCALE)"
+		echo
+		echo '| kernel | boot | file | ok | not ok | skipped | prove | guest seconds |'
+		echo '|---|---|---|---|---|---|---|---|'
+		for s in "${summary[@]}"; do
+			IFS='|' read -r rel mode _ _ log <<<"$s"
+			[ "$mode" = normal ] || mode="lockdown=$mode"
+			for t in $(sed -n 's/^APERTURE-TEST-FILE-BEGIN //p' "$log"); do
+				file_counts "$log" "$t" | awk -F'|' -v r="$rel" -v m="$mode" \
+					'{ printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r, m, $1, $2, $3, $4, $5, $6 }'
+			done
+		done
+		echo
+		for s in "${summary[@]}"; do
+			IFS='|' read -r rel mode _ _ log <<<"$s"
+			grep -q '^not ok ' <(sed -n '/^APERTURE-TESTS-BEGIN/,$p' "$log") || continue
+			echo "Failed checks, $rel $mode:"
+			echo
+			echo '```'
+			for t in $(sed -n 's/^APERTURE-TEST-FILE-BEGIN //p' "$log"); do
+				file_tap "$log" "$t" | grep -A4 '^not ok ' | sed "s|^|$t: |" | head -60
+			done
+			echo '```'
+			echo
+		done
+	fi
 	for s in "${summary[@]}"; do
 		IFS='|' read -r rel mode secs st log <<<"$s"
 		[ "$mode" = normal ] || mode="lockdown=$mode"

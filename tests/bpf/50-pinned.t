@@ -19,7 +19,7 @@ start_daemon() {
 	"$APERTURE" run --pin "$DIR" "$@" 2>>"$TMP/daemon.err" &
 	DAEMON=$!
 	_bg_pids+=("$DAEMON")
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 100 * TEST_SCALE; i++)); do
 		[ -e "$DIR/oncpu_active" ] && return 0	# pinned last
 		sleep 0.1
 	done
@@ -120,7 +120,7 @@ is_within "samples across kill -9 and restart = CPU time x 99 Hz (5%)" "$want" "
 
 # 3b. A graceful stop (SIGTERM) leaves the programs counting too.
 cp "$WL/cpuburn" "$TMP/burn_g"
-bg "$TMP/burn_g" 10 >/dev/null; G=$BG_PID
+bg "$TMP/burn_g" $((10 * TEST_SCALE)) >/dev/null; G=$BG_PID
 "$CTL" -d "$DIR" target add "$G" >/dev/null
 kill "$DAEMON"; wait "$DAEMON" 2>/dev/null
 g1=$(comm_weight burn_g); sleep 1.5; g2=$(comm_weight burn_g)
@@ -130,7 +130,7 @@ ok "restart after SIGTERM takes over" start_daemon --oncpu
 
 # 3c. --reset empties the totals and stacks (long runs fill them) and counting goes on.
 cp "$WL/cpuburn" "$TMP/burn_z"
-bg "$TMP/burn_z" 10 >/dev/null; Z=$BG_PID
+bg "$TMP/burn_z" $((10 * TEST_SCALE)) >/dev/null; Z=$BG_PID
 "$CTL" -d "$DIR" target add "$Z" >/dev/null
 sleep 1
 ge "before --reset: counted" "$(comm_weight burn_z)" 30

@@ -472,9 +472,69 @@ int pin_new_links(const char *dir, struct profiler *p)
 	return err;
 }
 
+#define TXN_MAX_PROGS 64
+#define TXN_UNLOAD_WAIT_MS 2000
+
+/* The ids of the programs the fresh profilers loaded (at most @max), to see them go. */
+static int txn_prog_ids(const struct pin_txn *txn, __u32 *ids, int max)
+{
+	struct bpf_program *prog;
+	int n = 0;
+
+	for (int i = 0; i < txn->nfresh; i++) {
+		bpf_object__for_each_program(prog, txn->fresh[i]->obj) {
+			struct bpf_prog_info info = {};
+			__u32 len = sizeof(info);
+			int fd = bpf_program__fd(prog);
+
+			if (n < max && fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
+				ids[n++] = info.id;
+		}
+	}
+	return n;
+}
+
+/* How many of @ids are still loaded. */
+static int progs_loaded(const __u32 *ids, int n)
+{
+	int loaded = 0;
+
+	for (int i = 0; i < n; i++) {
+		int fd = bpf_prog_get_fd_by_id(ids[i]);
+
+		if (fd >= 0) {
+			close(fd);
+			loaded++;
+		}
+	}
+	return loaded;
+}
+
+/*
+ * Closing a link only starts its release: since 6.9 the kernel puts a tracing or raw
+ * tracepoint link's program after an RCU grace period (bpf_link_free's dealloc_deferred),
+ * and a removed pin's link is freed from a work item.  A failed start waits for that, so
+ * that when it returns nothing it loaded is left, not only nothing it pinned.
+ */
+static void txn_wait_unloaded(const __u32 *ids, int n)
+{
+	int left = progs_loaded(ids, n);
+
+	for (int ms = 0; left && ms < TXN_UNLOAD_WAIT_MS; ms += 10) {
+		usleep(10 * 1000);
+		left = progs_loaded(ids, n);
+	}
+	if (left)
+		log_warn("%d of the programs this start loaded are still loaded after %d ms "
+			 "(the kernel frees them after its grace period)", left, TXN_UNLOAD_WAIT_MS);
+}
+
 /* Undoes a failed start: its pins go, its programs are detached and unloaded. */
 static void txn_abort(struct pin_txn *txn, struct profiler **profs, int n)
 {
+	__u32 ids[TXN_MAX_PROGS];
+	int nids = txn_prog_ids(txn, ids, TXN_MAX_PROGS);
+
 	for (int i = txn->npaths - 1; i >= 0; i--)
 		if (unlink(txn->paths[i]) && errno != ENOENT)
 			log_error("cannot remove %s: %s", txn->paths[i], strerror(errno));
@@ -486,6 +546,7 @@ static void txn_abort(struct pin_txn *txn, struct profiler **profs, int n)
 		profiler_close(profs[i]);
 		profs[i] = NULL;
 	}
+	txn_wait_unloaded(ids, nids);
 }
 
 static void txn_free(struct pin_txn *txn)

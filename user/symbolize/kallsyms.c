@@ -24,6 +24,9 @@ static int text_rank(char type)
 /*
  * "ffffffff81000000 T _stext\t[mod]": fills addr/type/name; the module is cut,
  * or kept as "_stext [mod]" (what the kernel's %ps prints) when @keep_module.
+ * A JIT-ed BPF program is listed as "bpf_prog_TAG_NAME\t[bpf]", but %ps names
+ * it without the brackets (bpf_address_lookup sets no module), so "[bpf]" is
+ * always cut: `aperture dump` and the pinned iterator print the same frame.
  */
 static int parse_line(char *line, uint64_t *addr, char *type, char **name, bool keep_module)
 {
@@ -36,7 +39,7 @@ static int parse_line(char *line, uint64_t *addr, char *type, char **name, bool 
 	*name = end + 3;
 	for (p = *name; *p && !isspace((unsigned char)*p); p++)
 		;
-	if (keep_module && *p == '\t' && p[1] == '[') {
+	if (keep_module && *p == '\t' && p[1] == '[' && strncmp(p + 1, "[bpf]", 5) != 0) {
 		*p = ' ';
 		p = strchr(p, ']');
 		p = p ? p + 1 : *name + strlen(*name);
