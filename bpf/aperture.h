@@ -13,10 +13,11 @@
 
 /*
  * Bump when any map's key/value layout, the control struct or the set of pinned
- * maps changes (7: unwind_rows and unwind_procs pinned): a daemon
- * that finds pinned maps of another version refuses to mix them.
+ * maps changes (7: unwind_rows and unwind_procs pinned; 8: unwind_procs' mappings
+ * carry a file id, the files map pinned): a daemon that finds pinned maps of
+ * another version refuses to mix them.
  */
-#define APERTURE_LAYOUT_VERSION 7
+#define APERTURE_LAYOUT_VERSION 8
 
 /* perf_event_max_stack's default; a stack value is depth * 8 bytes. */
 #define APERTURE_MAX_DEPTH 127

@@ -3,16 +3,21 @@
  * Pinned BPF iterators: `cat DIR/oncpu_folded` prints the aggregate straight
  * from the kernel, without the loader, in folded-stack format:
  *
- *   comm;0xUSER_ROOT;...;0xUSER_LEAF;kfunc_ROOT_[k];...;kfunc_LEAF_[k][;@0xOBJECT] VALUE
+ *   comm;FILE+0xADDR;...;0xUSER_LEAF;kfunc_ROOT_[k];...;kfunc_LEAF_[k][;@0xOBJECT] VALUE
  *
- * Kernel frames are symbolized here with %ps; user frames stay hex (the
- * kernel has no user symbols).  The loader attaches one instance of `folded`
- * to each profiler's totals map, reusing that profiler's stacks map.
+ * Kernel frames are symbolized here with %ps.  A user frame in a file the
+ * unwinder lists for the process (unwind_procs, filled where DWARF unwinding
+ * is on) is FILE+0xADDR: the file's path (escaped, user/unwind/) and the
+ * frame's ELF virtual address in it, what `addr2line -e FILE` takes; other
+ * user frames stay the raw hex address (the kernel has no user symbols).  The
+ * loader attaches one instance of `folded` to each profiler's totals map,
+ * reusing that profiler's stacks map and the run's unwind maps.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "aperture.h"
+#include "unwind/mappings.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -29,8 +34,33 @@ struct {
 	__type(value, __u8);
 } seen_tgids SEC(".maps");
 
+/*
+ * A user frame: FILE+0xADDR where @proc maps a known file there, else hex.
+ * A caller's frame is a return address: its mapping is the one of the call
+ * (@ip - 1), which a call at a mapping's very end would otherwise miss.
+ */
+static __always_inline void print_user_frame(struct seq_file *seq, struct unwind_proc *proc,
+					     __u64 ip, bool leaf)
+{
+	struct unwind_file_info *file = NULL;
+	struct unwind_mapping *m = NULL;
+	int idx = proc ? unwind_mapping_index(proc, leaf ? ip : ip - 1) : -1;
+	__u32 file_id;
+
+	if (proc && idx >= 0) {
+		m = &proc->mappings[idx & (UNWIND_MAX_MAPPINGS - 1)];
+		file_id = m->file_id;
+		file = file_id ? bpf_map_lookup_elem(&unwind_files, &file_id) : NULL;
+	}
+	if (m && file)
+		BPF_SEQ_PRINTF(seq, ";%s+0x%llx", file->path, ip - m->bias);
+	else
+		BPF_SEQ_PRINTF(seq, ";0x%llx", ip);
+}
+
 /* One half of a stack, root first (stored leaf first); kernel frames named here. */
-static __always_inline void print_frames(struct seq_file *seq, __u64 stack_id, bool kernel)
+static __always_inline void print_frames(struct seq_file *seq, __u64 stack_id, bool kernel,
+					 struct unwind_proc *proc)
 {
 	struct aperture_stack *st;
 
@@ -50,7 +80,7 @@ static __always_inline void print_frames(struct seq_file *seq, __u64 stack_id, b
 		if (kernel)
 			BPF_SEQ_PRINTF(seq, ";%ps_[k]", (void *)st->ips[i]);
 		else
-			BPF_SEQ_PRINTF(seq, ";0x%llx", st->ips[i]);
+			print_user_frame(seq, proc, st->ips[i], i == 0);
 	}
 }
 
@@ -66,8 +96,8 @@ static __always_inline bool print_stack(struct seq_file *seq, const struct sampl
 	__builtin_memcpy(&key, key_ro, sizeof(key));
 	key.comm[APERTURE_COMM_LEN - 1] = 0;
 	BPF_SEQ_PRINTF(seq, "%s", key.comm);
-	print_frames(seq, key.user_stack_id, false);
-	print_frames(seq, key.kernel_stack_id, true);
+	print_frames(seq, key.user_stack_id, false, bpf_map_lookup_elem(&unwind_procs, &key.tgid));
+	print_frames(seq, key.kernel_stack_id, true, NULL);
 	if (key.object)		/* what the kind aggregates on (a lock): the leaf */
 		BPF_SEQ_PRINTF(seq, ";@0x%llx", key.object);
 	return true;

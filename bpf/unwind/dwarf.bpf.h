@@ -13,6 +13,7 @@
 #define UNWIND_DWARF_BPF_H
 
 #include "unwind/unwind_tables.h"
+#include "unwind/mappings.bpf.h"
 #include "lib/notify.bpf.h"
 
 /* Set by the loader before load (--unwind): 0 leaves only the frame-pointer walk, verified away. */
@@ -26,21 +27,13 @@ const volatile __u32 unwind_dwarf = 0;
  */
 const volatile __u32 unwind_fp_in_bpf = 0;
 
-/* Sized by the loader (1 entry each when dwarf unwinding is off). */
+/* Sized by the loader (1 entry when dwarf unwinding is off). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct unwind_row);
 } unwind_rows SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct unwind_proc);
-} unwind_procs SEC(".maps");
 
 /* The walk's state, on the caller's stack for the bpf_loop callback. */
 struct unwind_walk {
@@ -54,39 +47,13 @@ struct unwind_walk {
 	bool truncated;
 };
 
-/* ceil(log2(n + 1)) steps of the searches below. */
-#define UNWIND_MAPPING_STEPS 8		/* UNWIND_MAX_MAPPINGS 128 */
+/* ceil(log2(n + 1)) steps of the search below. */
 #define UNWIND_ROW_STEPS 24		/* 16M rows per file */
 
 /*
- * The two searches are global functions: the verifier checks each once on
- * its own, instead of every path through them times every path of the
- * caller (inlined, the two loops took the walk past a million instructions).
+ * A global function, as unwind_mapping_index (mappings.bpf.h): inlined, the
+ * two searches took the walk past a million instructions.
  */
-
-/* Index of the mapping of @proc holding @addr, or -1. */
-__noinline int unwind_mapping_index(struct unwind_proc *proc, __u64 addr)
-{
-	__u32 lo = 0, hi;
-
-	if (!proc)
-		return -1;
-	hi = proc->nmappings;
-	if (hi > UNWIND_MAX_MAPPINGS)
-		hi = UNWIND_MAX_MAPPINGS;
-	for (int i = 0; i < UNWIND_MAPPING_STEPS && lo < hi; i++) {
-		__u32 mid = ((lo + hi) / 2) & (UNWIND_MAX_MAPPINGS - 1);
-		struct unwind_mapping *m = &proc->mappings[mid];
-
-		if (addr < m->start)
-			hi = mid;
-		else if (addr >= m->end)
-			lo = mid + 1;
-		else
-			return mid;
-	}
-	return -1;
-}
 
 /* Index in unwind_rows of the last row of [first, first + nrows) whose pc <= @rel, or -1. */
 __noinline int unwind_row_index(__u32 first, __u32 nrows, __u64 rel)

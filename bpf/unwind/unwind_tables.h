@@ -6,7 +6,9 @@
  * unwind_rows: one big array of rows; each file's rows are a sorted run
  * [first, first + count) in it, shared by every process that maps the file.
  * unwind_procs: per tgid, its executable mappings sorted by start, each with
- * the run of rows of its file (count 0: no table, walk frame pointers).
+ * the run of rows of its file (count 0: no table, walk frame pointers) and
+ * the id of the file in unwind_files (0: none), whose path the pinned
+ * iterator prints as FILE+0xADDRESS (bpf/iter.bpf.c).
  */
 #ifndef UNWIND_TABLES_H
 #define UNWIND_TABLES_H
@@ -51,6 +53,8 @@ struct unwind_mapping {
 	__u64 bias;		/* pc - bias = the ELF virtual address the rows use */
 	__u32 first_row;
 	__u32 nrows;		/* 0: no table for this file: frame pointers */
+	__u32 file_id;		/* key in unwind_files; 0: no file (anonymous code, a path refused) */
+	__u32 pad;
 };
 
 struct unwind_proc {
@@ -62,6 +66,22 @@ struct unwind_proc {
 	 */
 	__u64 miss_ns;
 	struct unwind_mapping mappings[UNWIND_MAX_MAPPINGS];
+};
+
+/*
+ * unwind_files: what the iterator prints for a file, so that a folded stack
+ * names it without the process.  The path is the mapping's (its
+ * /proc/PID/map_files link: in the process's mount namespace, " (deleted)"
+ * appended for a deleted file), with every byte that could break a folded
+ * line or be read two ways ('%', ';', space, control and non-ASCII bytes)
+ * written as %XX; a path longer than this once escaped gets no entry.
+ */
+#define UNWIND_FILE_PATH_MAX 256
+#define UNWIND_FILE_BUILD_ID_MAX 48	/* hex, NUL-terminated: 20 bytes (GNU's SHA-1) and more */
+
+struct unwind_file_info {
+	char path[UNWIND_FILE_PATH_MAX];
+	char build_id[UNWIND_FILE_BUILD_ID_MAX];	/* "" when the file has none */
 };
 
 /*
@@ -79,6 +99,7 @@ struct unwind_proc {
 #define APERTURE_IP_NO_TABLES 0xfffffffffffffffcULL
 
 _Static_assert(sizeof(struct unwind_row) == 12, "unwind_row layout");
-_Static_assert(sizeof(struct unwind_mapping) == 32, "unwind_mapping layout");
+_Static_assert(sizeof(struct unwind_mapping) == 40, "unwind_mapping layout");
+_Static_assert(sizeof(struct unwind_file_info) == 304, "unwind_file_info layout");
 
 #endif /* UNWIND_TABLES_H */

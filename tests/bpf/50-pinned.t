@@ -70,15 +70,22 @@ kill "$A" "$B"
 
 # 2. The folded totals (the iterator's where it loads, else aperture dump's)
 #    have the hot function with its share.  Leaf user addresses are mapped to
-#    burn_* with nm and the PIE's load base.
+#    burn_* with nm: FILE+0xADDR is the ELF address already, 0xADDR less the PIE's load base.
 "$CTL" -d "$DIR" target remove "$B" >/dev/null
 bg "$WL/cpuburn" 30; W=$BG_PID
 "$CTL" -d "$DIR" target add "$W" >/dev/null
+# The same workload from a directory whose name has what a folded line cannot hold as is.
+HOSTILE="$TMP/d;x y%"$'\n'"z"
+mkdir "$HOSTILE" && cp "$WL/cpuburn" "$HOSTILE/burn_h"
+bg "$HOSTILE/burn_h" 30; H=$BG_PID
+"$CTL" -d "$DIR" target add "$H" >/dev/null
 sleep 5
 base=$(awk '$6 ~ /cpuburn$/ && $3 == "00000000" { split($1, r, "-"); print r[1]; exit }' "/proc/$W/maps")
 APERTURE="$APERTURE" "$CTL" -d "$DIR" dump oncpu > "$TMP/iter.folded"
 [ $HAVE_TASK_ITER = 1 ] && cat "$DIR/processes" > "$TMP/processes"
-kill "$W"
+kill "$W" "$H"; wait "$W" "$H" 2>/dev/null
+# read again after both exited: FILE+0xADDR needs no live process
+APERTURE="$APERTURE" "$CTL" -d "$DIR" dump oncpu > "$TMP/after.folded"
 ok "iterator lines are folded stacks" test "$(folded_bad_lines "$TMP/iter.folded")" -eq 0
 nm -S "$WL/cpuburn" | awk '$4 ~ /^burn_(50|30|20)$/' > "$TMP/syms"
 awk -v base="$base" -v syms="$TMP/syms" '
@@ -87,7 +94,8 @@ awk -v base="$base" -v syms="$TMP/syms" '
 	BEGIN { while ((getline l < syms) > 0) { split(l, f, " "); n++; lo[n] = hex(f[1]); hi[n] = lo[n] + hex(f[2]); name[n] = f[4] } b = hex(base) }
 	$1 ~ /^cpuburn;/ { w = $NF; s = $0; sub(/ [0-9]+$/, "", s); k = split(s, fr, ";"); leaf = ""
 		for (i = k; i >= 2; i--) if (fr[i] !~ /_\[k\]$/) { leaf = fr[i]; break }
-		a = hex(leaf) - b; fn = "other"
+		if (match(leaf, /\+0x[0-9a-f]+$/)) a = hex(substr(leaf, RSTART + 1)); else a = hex(leaf) - b
+		fn = "other"
 		for (j = 1; j <= n; j++) if (a >= lo[j] && a < hi[j]) fn = name[j]
 		t[fn] += w; tot += w }
 	END { for (x in t) printf "%s %.2f\n", x, 100 * t[x] / tot }' "$TMP/iter.folded" > "$TMP/shares"
@@ -95,8 +103,60 @@ diag "iterator shares: $(tr '\n' ' ' < "$TMP/shares")"
 is_within "iterator: burn_50 share" 50 "$(awk '$1 == "burn_50" { print $2 }' "$TMP/shares")" 7
 is_within "iterator: burn_20 share" 20 "$(awk '$1 == "burn_20" { print $2 }' "$TMP/shares")" 7
 ok "iterator: kernel frames symbolized" grep -q '[a-z]_\[k\]' "$TMP/iter.folded"
+
+# 2b. User frames in a file the unwinder lists are FILE+0xADDR, ADDR the ELF address that
+#     addr2line takes: read after the processes exited, they name cpuburn's burn_50/30/20 with
+#     its 50/30/20 shares.  The iterator prints them where the kernel loads it, else aperture dump
+#     (the same lines); a path's ';', space, newline and '%' are %XX, so its lines stay whole.
+SRC="aperture dump (the probe: no iter_map_elem)"; [ $HAVE_ITER = 1 ] && SRC="cat oncpu_folded"
+A2L=addr2line; command -v addr2line >/dev/null || A2L=eu-addr2line
+# leaf_files COMM FILE: "ADDR WEIGHT" of COMM's lines whose user leaf is FILE+0xADDR, FILE as printed
+leaf_files() {
+	awk -v c="$1" -v file="$2" -F';' '$1 == c { w = $NF; sub(/.* /, "", w); s = $0; sub(/ [0-9]+$/, "", s)
+		k = split(s, fr, ";"); leaf = ""
+		for (i = k; i >= 2; i--) if (fr[i] !~ /_\[k\]$/) { leaf = fr[i]; break }
+		p = index(leaf, "+0x"); if (p && substr(leaf, 1, p - 1) == file) print substr(leaf, p + 1), w }' "$TMP/after.folded"
+}
+# named_shares COMM PRINTED FILE: COMM's leaf weight per function addr2line names in FILE, in %
+# of the weight of COMM's leaves in FILE (not those in the vDSO's clock_gettime)
+named_shares() {
+	leaf_files "$1" "$2" > "$TMP/leaves"
+	[ -s "$TMP/leaves" ] || return 0
+	paste -d' ' <($A2L -f -e "$3" $(cut -d' ' -f1 "$TMP/leaves") | awk 'NR % 2 == 1') <(cut -d' ' -f2 "$TMP/leaves") |
+		awk '{ w[$1] += $2; t += $2 } END { for (f in w) printf "%s %.2f\n", f, 100 * w[f] / t }'
+}
+CB=$(readlink -f "$WL/cpuburn")
+# every cpuburn stack goes through main and burn_thread: % of its weight with a $CB+0xADDR frame
+in_file=$(awk -v c="cpuburn" -v f=";$CB+0x" -F';' '$1 == c { n = split($NF, a, " "); t += a[n]; if (index($0, f)) in_f += a[n] }
+	END { if (t) printf "%.1f\n", 100 * in_f / t }' "$TMP/after.folded")
+ge "$SRC: cpuburn's stacks have $CB+0xADDR frames (% of its samples, known 100)" "$in_file" 97
+named_shares cpuburn "$CB" "$CB" > "$TMP/named"
+diag "$SRC: cpuburn's leaves named by $A2L from $CB+0xADDR: $(tr '\n' ' ' < "$TMP/named")"
+is_within "$SRC: $A2L on FILE+0xADDR names burn_50 (%)" 50 "$(awk '$1 == "burn_50" { print $2 }' "$TMP/named")" 7
+is_within "$SRC: $A2L on FILE+0xADDR names burn_30 (%)" 30 "$(awk '$1 == "burn_30" { print $2 }' "$TMP/named")" 7
+is_within "$SRC: $A2L on FILE+0xADDR names burn_20 (%)" 20 "$(awk '$1 == "burn_20" { print $2 }' "$TMP/named")" 7
+# "bad lines, lines with the directory's ';' or ' ' as is": a ';' would split a frame in two
+is "$SRC: lines are folded stacks, the hostile path's only escaped" \
+	"$(folded_bad_lines "$TMP/after.folded") $(grep -cE 'd;x|x y' "$TMP/after.folded")" "0 0"
+# what the unwinder writes: every byte but printable ASCII, and '%' and ';', as %XX
+HOSTILE_ESC=$(perl -e '($s = shift) =~ s/([^\x21-\x7e]|[%;])/sprintf("%%%02X", ord($1))/ge; print $s' \
+	-- "$(readlink -f "$HOSTILE")/burn_h")
+named_shares burn_h "$HOSTILE_ESC" "$HOSTILE/burn_h" > "$TMP/named_h"
+diag "$SRC: burn_h's leaves from $HOSTILE_ESC+0xADDR: $(tr '\n' ' ' < "$TMP/named_h")"
+is_within "$SRC: a path with ';', ' ', '%' and a newline is printed escaped, and names burn_50 (%)" \
+	50 "$(awk '$1 == "burn_50" { print $2 }' "$TMP/named_h")" 7
+# tools/symbolize-folded reads FILE+0xADDR without the process (both exited)
+"$TOP/tools/symbolize-folded" < "$TMP/after.folded" > "$TMP/named.folded"
+# user_leaf_share FOLDED COMM FUNC: % of COMM's weight whose last user frame is FUNC
+user_leaf_share() {
+	awk -v w="$(stack_weight "$1" "^$2;.*;$3(;[^;]*_\\[k\\])*\$")" -v t="$(stack_weight "$1" "^$2;")" \
+		'BEGIN { if (t > 0) printf "%.2f\n", 100 * w / t }'
+}
+is_within "tools/symbolize-folded, offline: cpuburn's burn_50 (%)" 50 "$(user_leaf_share "$TMP/named.folded" cpuburn burn_50)" 7
+is_within "tools/symbolize-folded, offline: the escaped path's burn_50 (%)" 50 "$(user_leaf_share "$TMP/named.folded" burn_h burn_50)" 7
 if [ $HAVE_TASK_ITER = 1 ]; then
-	ok "processes iterator lists the target" grep -q "^$W cpuburn 1\$" "$TMP/processes"
+	ok "processes iterator lists the target" grep -q "^$W cpuburn 1\$" "$TMP/processes" ||
+		diag "processes (want $W): $(tr '\n' '|' < "$TMP/processes" | cut -c1-300)"
 else
 	skip "processes iterator lists the target" "$(feature_why iter_task)"
 fi

@@ -17,7 +17,7 @@ void fuzz_unwind_maps(FILE *f)
 		u = calloc(1, sizeof(*u));
 		if (!u || !(u->scratch = calloc(1, sizeof(*u->scratch))))
 			abort();
-		u->rows_fd = u->procs_fd = -1;
+		u->rows_fd = u->procs_fd = u->files_fd = -1;
 		elf_version(EV_CURRENT);
 	}
 	proc_parse(u, 0, f, u->scratch);

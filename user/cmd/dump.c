@@ -3,10 +3,12 @@
  * aperture dump: prints a pinned daemon's totals exactly as the pinned
  * iterator (bpf/iter.bpf.c) does, one line per totals entry:
  *
- *   comm;0xUSER_ROOT;...;0xUSER_LEAF;kfunc_ROOT_[k];...;kfunc_LEAF_[k][;@0xOBJECT] VALUE
+ *   comm;FILE+0xADDR;...;0xUSER_LEAF;kfunc_ROOT_[k];...;kfunc_LEAF_[k][;@0xOBJECT] VALUE
  *
- * Kernel frames are named as the kernel's %ps names them; with --symbolize
- * user frames are named too.  Nothing is drained: the daemon's totals stay.
+ * Kernel frames are named as the kernel's %ps names them, user frames as
+ * FILE+0xADDR or 0xADDR as the iterator names them (user/unwind/framefile.c);
+ * with --symbolize user frames are named by function.  Nothing is drained:
+ * the daemon's totals stay.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +19,7 @@
 #include <bpf/bpf.h>
 #include "cli.h"
 #include "dump.h"
+#include "framefile.h"
 #include "kallsyms.h"
 #include "pin.h"
 #include "profiler.h"
@@ -27,6 +30,7 @@ struct dump_ctx {
 	struct profiler *p;
 	struct kallsyms ksyms;		/* empty when kallsyms is unreadable: hex frames */
 	struct symbolizer *sym;		/* --symbolize */
+	struct frame_files *files;	/* without --symbolize: FILE+0xADDR */
 	FILE *out;
 };
 
@@ -40,12 +44,12 @@ static void print_kernel_frame(struct dump_ctx *d, uint64_t addr)
 		fprintf(d->out, ";0x%llx_[k]", (unsigned long long)addr);
 }
 
-static void print_user_frame(struct dump_ctx *d, uint32_t tgid, uint64_t addr)
+static void print_user_frame(struct dump_ctx *d, uint32_t tgid, uint64_t addr, bool leaf)
 {
 	struct sym_frame frame;
 
 	if (!d->sym) {
-		fprintf(d->out, ";0x%llx", (unsigned long long)addr);
+		frame_files_print(d->files, addr, leaf, d->out);
 		return;
 	}
 	symbolizer_user(d->sym, tgid, addr, &frame);
@@ -67,7 +71,7 @@ static void print_frames(struct dump_ctx *d, uint32_t tgid, uint64_t stack_id, b
 		if (kernel)
 			print_kernel_frame(d, ips[i]);
 		else
-			print_user_frame(d, tgid, ips[i]);
+			print_user_frame(d, tgid, ips[i], i == 0);
 	}
 }
 
@@ -78,6 +82,8 @@ static void print_line(struct dump_ctx *d, const struct sample_key *key, const u
 	memcpy(comm, key->comm, sizeof(comm));
 	comm[sizeof(comm) - 1] = 0;
 	fputs(comm, d->out);
+	if (d->files)
+		frame_files_set_process(d->files, key->tgid);
 	print_frames(d, key->tgid, key->user_stack_id, false);
 	print_frames(d, key->tgid, key->kernel_stack_id, true);
 	if (key->object)	/* as iter.bpf.c prints it */
@@ -113,7 +119,14 @@ static int dump_one(struct dump_ctx *d, const char *dir, const struct profiler_o
 
 	if (err)
 		return err;
-	err = dump_totals(d);
+	if (!d->sym) {
+		d->files = frame_files_new(d->p->fd[MAP_UNWIND_PROCS], d->p->fd[MAP_UNWIND_FILES]);
+		if (!d->files)
+			err = -ENOMEM;
+	}
+	err = err ?: dump_totals(d);
+	frame_files_free(d->files);
+	d->files = NULL;
 	profiler_close(d->p);
 	d->p = NULL;
 	return err;
@@ -128,7 +141,8 @@ static void usage(FILE *out)
 "the same lines as `cat DIR/PROFILER_folded`, read from user space: it works where\n"
 "the kernel refuses the pinned iterators.  Nothing is drained.\n"
 "  --pin DIR      the daemon's pin directory (default %s)\n"
-"  --symbolize    name user frames (default: hex addresses, as the iterator prints)\n"
+"  --symbolize    name user frames by function (default: FILE+0xADDR where the\n"
+"                 unwinder knows the file, else 0xADDR, as the iterator prints)\n"
 "  PROFILER       oncpu, offcpu, ... (default: every one pinned under DIR)\n", PIN_DEFAULT_DIR);
 }
 

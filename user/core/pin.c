@@ -173,6 +173,8 @@ static int pin_iterator(struct pin_txn *txn, struct profiler *p, const char *pro
 	err = wanted ? 0 : -ENOENT;
 	err = err ?: bpf_map__reuse_fd(skel->maps.stacks, p->fd[MAP_STACKS]);
 	err = err ?: bpf_map__reuse_fd(skel->maps.seen_tgids, p->fd[MAP_SEEN_TGIDS]);
+	err = err ?: bpf_map__reuse_fd(skel->maps.unwind_procs, p->fd[MAP_UNWIND_PROCS]);
+	err = err ?: bpf_map__reuse_fd(skel->maps.unwind_files, p->fd[MAP_UNWIND_FILES]);
 	err = err ?: iter_bpf__load(skel);
 	if (err)
 		goto cleanup;

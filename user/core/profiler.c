@@ -44,6 +44,7 @@ const struct map_slot_desc map_slots[MAP_SLOT_MAX] = {
 	[MAP_EVENTS] = { "events", "events", true },
 	[MAP_UNWIND_ROWS] = { "unwind_rows", "unwind_rows", true },
 	[MAP_UNWIND_PROCS] = { "unwind_procs", "unwind_procs", true },
+	[MAP_UNWIND_FILES] = { "unwind_files", "files", true },
 	[MAP_CONFIG] = { "kind_config", "config", false },
 	[MAP_STACKS] = { "stacks", "stacks", false },
 	[MAP_STATS] = { "stats", "stats", false },
@@ -215,6 +216,7 @@ static int unwind_maps_prepare(struct profiler *p)
 		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_UNWIND_ROWS),
 						      p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT);
 		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_UNWIND_PROCS), UNWIND_PROCS_DEFAULT);
+		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_UNWIND_FILES), UNWIND_FILES_DEFAULT);
 	}
 	return err;
 }
@@ -670,11 +672,13 @@ static void map_forget_all(int fd)
  * process's table entry goes (its samples are walked by frame pointers and
  * marked, as before its first tables), and so does the list of processes
  * announced, so that each is announced again on its next event and this
- * loader reads its maps from /proc and builds its tables anew.
+ * loader reads its maps from /proc and builds its tables anew.  The files
+ * go too: this loader numbers them anew.
  */
 static void forget_processes(struct profiler *p)
 {
 	map_forget_all(p->fd[MAP_UNWIND_PROCS]);
+	map_forget_all(p->fd[MAP_UNWIND_FILES]);
 	map_forget_all(p->fd[MAP_SEEN_TGIDS]);
 }
 
@@ -698,7 +702,8 @@ int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct sy
 		forget_processes(p);
 	if (p->dwarf && !p->unwinder)
 		p->unwinder = unwinder_new(p->fd[MAP_UNWIND_ROWS], map_max_entries(p->fd[MAP_UNWIND_ROWS]),
-					   p->fd[MAP_UNWIND_PROCS]);
+					   p->fd[MAP_UNWIND_PROCS], p->fd[MAP_UNWIND_FILES],
+					   map_max_entries(p->fd[MAP_UNWIND_FILES]));
 	*p->sink = (struct profiler_sink){ NULL, sym, p->unwinder, fn, ctx };
 	if (!*rb) {
 		*rb = ring_buffer__new(p->fd[MAP_EVENTS], on_process_event, p->sink, NULL);

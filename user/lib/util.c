@@ -168,6 +168,30 @@ bool str_ends_with(const char *s, const char *suffix)
 	return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+bool str_percent_escape(char *out, size_t outlen, const char *in)
+{
+	size_t n = 0;
+
+	for (; *in; in++) {
+		unsigned char c = (unsigned char)*in;
+		bool plain = c > ' ' && c < 0x7f && c != '%' && c != ';';
+
+		if (n + (plain ? 1 : 3) >= outlen) {
+			if (outlen)
+				out[0] = '\0';
+			return false;
+		}
+		if (plain)
+			out[n++] = (char)c;
+		else
+			n += (size_t)snprintf(out + n, outlen - n, "%%%02X", c);
+	}
+	if (!outlen)
+		return false;
+	out[n] = '\0';
+	return true;
+}
+
 bool pid_in(const uint32_t *pids, size_t n, uint32_t pid)
 {
 	for (size_t i = 0; i < n; i++)

@@ -41,6 +41,12 @@ int array_reserve(void **arr, size_t *cap, size_t n, size_t size, size_t first);
 
 uint64_t now_ns(int clock);		/* clock_gettime in ns */
 bool str_ends_with(const char *s, const char *suffix);
+/*
+ * @in into @out (@outlen bytes) with '%', ';', spaces, control and non-ASCII
+ * bytes as %XX, so that it is one word of a folded stack and decodes back to
+ * the bytes it was.  false when it does not fit (@out is then "").
+ */
+bool str_percent_escape(char *out, size_t outlen, const char *in);
 bool pid_in(const uint32_t *pids, size_t n, uint32_t pid);
 /* Test hook: true (after one line) at the APERTURE_FAIL_AT'th call; @where names the step. */
 bool fault_inject(const char *where);

@@ -10,6 +10,11 @@
  * dropped and the rows of files no live process maps are freed (first fit
  * over the freed ranges); a table that still does not fit is counted and its
  * file walked with frame pointers.
+ *
+ * Each file with a mapping also gets an entry in unwind_files (its escaped
+ * path and build id), keyed by its index + 1 here, so that the pinned
+ * iterator prints its frames as FILE+0xADDRESS; entries of files no tracked
+ * process maps go when that map is full.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +32,7 @@
 #include <bpf/bpf.h>
 #include <gelf.h>
 #include "cfi.h"
+#include "elfnote.h"
 #include "unwinder.h"
 #include "util.h"
 #include "procmaps.h"
@@ -44,6 +50,9 @@ struct unwind_file {
 	uint32_t refs;		/* live tracked processes mapping it */
 	uint64_t last_used;	/* unwinder.clock when a process last mapped it: eviction order */
 	bool evicted;		/* its rows were freed: built again when a process maps it */
+	bool listed;		/* it has its entry in unwind_files */
+	bool unnamed;		/* its path, escaped, is too long for unwind_files: never listed */
+	char build_id[UNWIND_FILE_BUILD_ID_MAX];	/* hex, "" when none */
 };
 
 /* Rows freed by evictions, sorted by first, neighbours merged. */
@@ -75,6 +84,9 @@ struct unwinder {
 	pthread_mutex_t state_lock;
 	int rows_fd;
 	int procs_fd;
+	int files_fd;
+	uint32_t files_map_cap;		/* unwind_files' max_entries */
+	uint32_t files_listed;		/* entries in unwind_files now */
 	uint32_t rows_cap;
 	uint32_t rows_used;
 	struct unwind_file *files;
@@ -97,6 +109,7 @@ struct unwinder {
 	uint32_t procs_full;		/* unwind_procs full even after dropping the dead */
 	uint32_t mappings_dropped;	/* beyond UNWIND_MAX_MAPPINGS in one process */
 	uint32_t unsupported_rows;
+	uint32_t files_unnamed;		/* files whose path is too long, and tries that found no room: hex frames */
 };
 
 static struct unwind_file *file_get(struct unwinder *u, uint32_t tgid, uint64_t start, uint64_t end,
@@ -155,7 +168,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd)
+struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd, int files_fd, uint32_t files_cap)
 {
 	struct unwinder *u = calloc_logged(1, sizeof(*u));
 
@@ -169,6 +182,8 @@ struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd)
 	u->rows_fd = rows_fd;
 	u->rows_cap = rows_cap;
 	u->procs_fd = procs_fd;
+	u->files_fd = files_fd;
+	u->files_map_cap = files_cap;
 	/* libelf refuses every file until a version is set; the worker may come before the symbolizer. */
 	elf_version(EV_CURRENT);
 	pthread_mutex_init(&u->queue_lock, NULL);
@@ -349,6 +364,7 @@ static void file_build(struct unwinder *u, struct unwind_file *f, Elf *elf, cons
 
 	f->nloads = 0;
 	file_read_loads(elf, f);
+	elf_build_id_hex(elf, f->build_id, sizeof(f->build_id));
 	err = cfi_table_build(elf, &t);
 	u->build_ns += now_ns(CLOCK_MONOTONIC) - start;
 	if (err) {
@@ -471,6 +487,101 @@ static bool file_bias(const struct unwind_file *f, uint64_t start, uint64_t offs
 	return false;
 }
 
+/* ---- the files map (unwind_files) ---- */
+
+static uint32_t file_id(const struct unwinder *u, const struct unwind_file *f)
+{
+	return (uint32_t)(f - u->files) + 1;	/* 0: no file */
+}
+
+/*
+ * Makes room in unwind_files: the entries of files that no tracked process
+ * maps (after dropping the processes that are gone) and that the process
+ * being read does not map either go.  false when none could.
+ */
+static bool files_unlist_unused(struct unwinder *u)
+{
+	uint32_t before = u->files_listed;
+
+	procs_sweep(u);
+	for (size_t i = 0; i < u->nfiles; i++) {
+		struct unwind_file *f = &u->files[i];
+		uint32_t id = file_id(u, f);
+
+		if (!f->listed || f->refs || f->last_used == u->clock)
+			continue;
+		if (bpf_map_delete_elem(u->files_fd, &id) == 0 || errno == ENOENT) {
+			f->listed = false;
+			u->files_listed--;
+		}
+	}
+	return u->files_listed < before;
+}
+
+static int files_put(struct unwinder *u, uint32_t id, const struct unwind_file_info *info)
+{
+	if (u->files_listed >= u->files_map_cap && !files_unlist_unused(u))
+		return -E2BIG;
+	return bpf_map_update_elem(u->files_fd, &id, info, BPF_ANY) ? -errno : 0;
+}
+
+/*
+ * The path of @tgid's mapping [@start, @end) into @buf: the map_files link's
+ * text, which is the file's name as it is (/proc/PID/maps writes a newline
+ * in it as the four bytes \012, and a name may hold those too); @maps_path
+ * where there is no link (the vDSO).
+ */
+static const char *mapping_path(uint32_t tgid, uint64_t start, uint64_t end, const char *maps_path,
+				char *buf, size_t len)
+{
+	char link[64];
+	ssize_t n;
+
+	if (maps_path[0] != '/')
+		return maps_path;
+	snprintf(link, sizeof(link), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, start, end);
+	n = readlink(link, buf, len - 1);
+	if (n <= 0)
+		return maps_path;
+	buf[n] = '\0';
+	return buf;
+}
+
+/*
+ * Gives @f its unwind_files entry, named by the path of @tgid's mapping
+ * [@start, @end) the first time: its id, or 0 when it has none (counted).
+ */
+static uint32_t file_list(struct unwinder *u, struct unwind_file *f, uint32_t tgid, uint64_t start,
+			  uint64_t end, const char *maps_path)
+{
+	struct unwind_file_info info = {};
+	char buf[4096];
+	const char *path;
+	int err;
+
+	if (f->listed)
+		return file_id(u, f);
+	if (f->unnamed)
+		return 0;
+	path = mapping_path(tgid, start, end, maps_path, buf, sizeof(buf));
+	if (!str_percent_escape(info.path, sizeof(info.path), path)) {
+		f->unnamed = true;	/* the same path every time: not tried again */
+		u->files_unnamed++;
+		log_info("unwind: the path of %.64s... is too long for the files map: its frames stay hex", path);
+		return 0;
+	}
+	memcpy(info.build_id, f->build_id, sizeof(info.build_id));
+	err = files_put(u, file_id(u, f), &info);
+	if (err) {
+		u->files_unnamed++;
+		log_info("unwind: no entry in the files map for %s: %s", info.path, strerror(-err));
+		return 0;
+	}
+	f->listed = true;
+	u->files_listed++;
+	return file_id(u, f);
+}
+
 /* ---- processes ---- */
 
 /* One executable maps line into @m; false for lines the walk has no use for. */
@@ -501,8 +612,11 @@ static bool mapping_from_line(struct unwinder *u, uint32_t tgid, char *line, str
 		u->scratch_files[u->scratch_nfiles++] = (uint32_t)(f - u->files);
 		f->last_used = u->clock;
 	}
-	/* Anonymous (JIT) code and files without a table: frame pointers (nrows 0). */
-	if (f && f->nrows && file_bias(f, start, offset, &m->bias)) {
+	if (!f || !file_bias(f, start, offset, &m->bias))
+		return true;	/* anonymous (JIT) code: frame pointers (nrows 0), hex frames (file_id 0) */
+	m->file_id = file_list(u, f, tgid, start, end, path);
+	/* Files without a table: frame pointers (nrows 0). */
+	if (f->nrows) {
 		m->first_row = f->first_row;
 		m->nrows = f->nrows;
 	}
@@ -662,10 +776,11 @@ void unwinder_report(struct unwinder *u, FILE *out)
 	table_bytes = rows * sizeof(struct unwind_row);
 	fprintf(out, "aperture: unwind tables: %zu files, %" PRIu64 " rows of %u, %.1f MiB (%.0f KiB per MiB of .eh_frame), "
 		"built in %.0f ms; %u files without, %u evicted, %u without room, %u mappings beyond %d "
-		"per process, %u processes not tracked, %zu still queued\n",
+		"per process, %u processes not tracked, %zu still queued; %u files named in the files map, "
+		"%u failed (hex frames)\n",
 		with, rows, u->rows_cap, table_bytes / 1048576.0,
 		u->eh_frame_bytes ? table_bytes / 1024.0 / (u->eh_frame_bytes / 1048576.0) : 0.0,
 		u->build_ns / 1e6, u->files_without, u->files_evicted, u->files_no_room, u->mappings_dropped,
-		UNWIND_MAX_MAPPINGS, u->procs_full, queued);
+		UNWIND_MAX_MAPPINGS, u->procs_full, queued, u->files_listed, u->files_unnamed);
 	pthread_mutex_unlock(&u->state_lock);
 }

@@ -24,9 +24,14 @@ enum unwind_mode {
 #define UNWIND_ROWS_DEFAULT (1u << 20)
 /* Processes with tables at once. */
 #define UNWIND_PROCS_DEFAULT 4096
+/* Files named in unwind_files at once (304 bytes each, allocated as used). */
+#define UNWIND_FILES_DEFAULT 8192
 
-/* @rows_fd: the unwind_rows array (@rows_cap rows); @procs_fd: unwind_procs. Takes neither fd. */
-struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd);
+/*
+ * @rows_fd: the unwind_rows array (@rows_cap rows); @procs_fd: unwind_procs;
+ * @files_fd: unwind_files (@files_cap entries).  Takes none of the fds.
+ */
+struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd, int files_fd, uint32_t files_cap);
 void unwinder_free(struct unwinder *u);
 
 /*
@@ -36,7 +41,7 @@ void unwinder_free(struct unwinder *u);
  */
 int unwinder_track(struct unwinder *u, uint32_t tgid);
 
-/* One line: files, rows, memory, .eh_frame read, build time, what did not fit. */
+/* One line: files, rows, memory, .eh_frame read, build time, what did not fit or was not named. */
 void unwinder_report(struct unwinder *u, FILE *out);
 
 #endif /* UNWINDER_H */

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Each process's executable mappings, as the loader (user/unwind/) writes
+ * them: the DWARF walk (dwarf.bpf.h) finds a pc's table in them, the pinned
+ * iterator (iter.bpf.c) a frame's file.
+ */
+#ifndef UNWIND_MAPPINGS_BPF_H
+#define UNWIND_MAPPINGS_BPF_H
+
+#include "unwind/unwind_tables.h"
+
+/* Sized by the loader (1 entry each when dwarf unwinding is off). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_proc);
+} unwind_procs SEC(".maps");
+
+/* File id (unwind_mapping.file_id) -> its path and build id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_file_info);
+} unwind_files SEC(".maps");
+
+/* ceil(log2(n + 1)) steps of the search below. */
+#define UNWIND_MAPPING_STEPS 8		/* UNWIND_MAX_MAPPINGS 128 */
+
+/*
+ * A global function: the verifier checks it once on its own, instead of
+ * every path through it times every path of the caller.
+ */
+
+/* Index of the mapping of @proc holding @addr, or -1. */
+__noinline int unwind_mapping_index(struct unwind_proc *proc, __u64 addr)
+{
+	__u32 lo = 0, hi;
+
+	if (!proc)
+		return -1;
+	hi = proc->nmappings;
+	if (hi > UNWIND_MAX_MAPPINGS)
+		hi = UNWIND_MAX_MAPPINGS;
+	for (int i = 0; i < UNWIND_MAPPING_STEPS && lo < hi; i++) {
+		__u32 mid = ((lo + hi) / 2) & (UNWIND_MAX_MAPPINGS - 1);
+		struct unwind_mapping *m = &proc->mappings[mid];
+
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return mid;
+	}
+	return -1;
+}
+
+#endif /* UNWIND_MAPPINGS_BPF_H */
