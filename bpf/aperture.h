@@ -15,7 +15,7 @@
  * Bump when any map's key/value layout or the control struct changes: a daemon
  * that finds pinned maps of another version refuses to mix them.
  */
-#define APERTURE_LAYOUT_VERSION 6
+#define APERTURE_LAYOUT_VERSION 7
 
 /* perf_event_max_stack's default; a stack value is depth * 8 bytes. */
 #define APERTURE_MAX_DEPTH 127
@@ -111,7 +111,9 @@ struct aperture_control {
 	X(STAT_RAW_SENT, "raw events sent")	/* into the events ring buffer */	\
 	X(STAT_RAW_LOST, "raw events lost (ring buffer full)")			\
 	X(STAT_WAIT_UNFINISHED, "waits unfinished at exit")	/* a begin whose end never came */ \
-	LOSS(STAT_TOTALS_FULL, "totals map full")	/* not in the never-drained totals */
+	LOSS(STAT_TOTALS_FULL, "totals map full")	/* not in the never-drained totals */	\
+	X(STAT_HOLDS_LOST, "holds lost (slot taken by another lock)")	/* --lock-hold: untimed */ \
+	X(STAT_NAMES_LOST, "kernel names lost")	/* --gpu: a lookup not followed, a launch unnamed */
 
 #define APERTURE_STAT_ENUM(id, what) id,
 enum aperture_stat {
