@@ -175,10 +175,10 @@ bg "$WL/sysburn" 0 0 0 100000000
 flood=$BG_PID
 APERTURE_TEST_EVENTS_RING_BYTES=4096 APERTURE_TEST_EVENTS_HOLD="$TMP/hold" bg "$APERTURE" record --oncpu \
 	--syscalls --syscall-filter getrandom --syscall-threshold-us 1 --events "$TMP/lost.ev" -F 499 \
-	--unwind dwarf -d 10 -o "$TMP/lost.folded" --top 0 >"$TMP/lost.out" 2>"$TMP/lost.err"
+	--unwind dwarf -d 14 -o "$TMP/lost.folded" --top 0 >"$TMP/lost.out" 2>"$TMP/lost.err"
 ap=$BG_PID
 sleep 3	# the profilers attached (about 1 s; more under a sanitizer)
-"$TMP/lostann" chain 5 >/dev/null &
+"$TMP/lostann" chain 8 >/dev/null &
 lostann=$!
 sleep 1.5
 kill "$flood"
