@@ -7,6 +7,7 @@
 # commands a reply and SW_MAX_PROCESS_IDS ids a task, refuses tasks starting
 # more than 7 days ahead, says each refusal once and counts them; its peak
 # RSS stays bounded; and the real task created after the flood is served.
+# Then 5000 tasks starting a day ahead (pending, well-formed): it holds 1024.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/oap.sh"
 require_root
@@ -72,4 +73,22 @@ is "the real task served after the flood: its deltas add up to the agent's total
 # (99 Hz x 6 s of one busy thread is 594; the shared machine gave it 254 once: the share is the check.)
 ge "its samples arrived" "$(val "$T" total)" 100
 is_within "oap_hot_a leads: its share" 70 "$(val "$T" share_oap_hot_a)" 10
+
+# Tasks held: 5000 that start in a day, 1000 a reply, to a second agent.
+stop_oap
+PORT=$(free_port)
+REC2=$TMP/record2.jsonl
+start_oap "$PORT" "$REC2" --flood-tasks 5000 --flood-per-reply 1000 --flood-ahead-ms 86400000 ||
+	{ fail "second fake OAP starts"; done_testing; }
+"$APERTURE" run --oap 127.0.0.1:$PORT --exe-pattern "$BURN" --heartbeat-interval 1 --task-interval 1 \
+	-d 15 -v 2> "$TMP/agent2.log"
+is "second agent exits 0" "$?" 0
+sent=$($PY -c 'import json, sys
+print(sum(r.get("commands", 0) for r in map(json.loads, open(sys.argv[1])) if r.get("event") == "flood"))' "$REC2")
+is "the OAP sent 5000 tasks starting in a day" "$sent" 5000
+stats=$(grep 'stats: ' "$TMP/agent2.log" | tail -1)
+diag "$(sed 's/.*\(tasks [0-9]*;\).*\(refused from the OAP[^;]*\).*/\1 \2/' <<<"$stats")"
+is "the agent holds 1024 of them" "$(sed -n 's/.*; tasks \([0-9]*\); .*/\1/p' <<<"$stats")" 1024
+is "and refused the others" "$(sed -n 's/.* \([0-9]*\) tasks over 1024.*/\1/p' <<<"$stats")" 3976
+is "said once" "$(grep -c 'new tasks past 1024 held refused' "$TMP/agent2.log")" 1
 done_testing

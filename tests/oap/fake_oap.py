@@ -235,8 +235,6 @@ class State:
     # the OAP takes any start time (EBPFProfilingMutationService.createTask only
     # replaces one <= 0 with now), and a pending task is held until it starts.
 
-    FLOOD_PER_REPLY = 40000     # ~360 bytes each: 14 MB, under the agent's 16 MiB
-    FLOOD_AHEAD_MS = 100 * 365 * 86400 * 1000
 
     def flood_commands(self, processes):
         """The next flood commands for this agent's first process; [] once all were sent."""
@@ -254,9 +252,9 @@ class State:
             return [self.command(task, [ids])]
         left = self.args.flood_tasks - self.flood_tasks_sent
         now = now_ms()
-        for i in range(min(left, self.FLOOD_PER_REPLY)):
+        for i in range(min(left, self.args.flood_per_reply)):
             task = {"logical_id": "flood-%d" % (self.flood_tasks_sent + i), "last_update_time": now,
-                    "trigger": "FIXED_TIME", "target": "ON_CPU", "start_time": now + self.FLOOD_AHEAD_MS,
+                    "trigger": "FIXED_TIME", "target": "ON_CPU", "start_time": now + self.args.flood_ahead_ms,
                     "duration": 60}
             commands.append(self.command(task, [processes[0]["id"]]))
         self.flood_sent += len(commands)
@@ -548,8 +546,12 @@ def main():
                     help="store a process of SERVICE for each agent at its first call, as if it had "
                          "reported one that exited since")
     ap.add_argument("--flood-tasks", type=int, default=0,
-                    help="hostile: answer queryTasks with N distinct tasks in all (40000 a reply), "
-                         "each for the agent's first process, starting 100 years ahead")
+                    help="hostile: answer queryTasks with N distinct tasks in all, each for the "
+                         "agent's first process")
+    ap.add_argument("--flood-per-reply", type=int, default=40000,
+                    help="flood tasks a reply (40000: ~360 bytes each, 14 MB, under the agent's 16 MiB)")
+    ap.add_argument("--flood-ahead-ms", type=int, default=100 * 365 * 86400 * 1000,
+                    help="the flood tasks' TaskStartTime after now (default 100 years)")
     ap.add_argument("--flood-ids", action="store_true",
                     help="hostile: first, one command whose ProcessId is ~16 MiB of short ids")
     ap.add_argument("--tasks-after-flood", action="store_true",
