@@ -112,7 +112,9 @@ struct aperture_control {
 	X(STAT_RAW_SENT, "raw events sent")	/* into the events ring buffer */	\
 	X(STAT_RAW_LOST, "raw events lost (ring buffer full)")			\
 	X(STAT_WAIT_UNFINISHED, "waits unfinished at exit")	/* a begin whose end never came */ \
-	LOSS(STAT_TOTALS_FULL, "totals map full")	/* not in the never-drained totals */
+	LOSS(STAT_TOTALS_FULL, "totals map full")	/* not in the never-drained totals */	\
+	X(STAT_HOLDS_LOST, "holds lost (slot taken by another lock)")	/* --lock-hold: untimed */ \
+	X(STAT_NAMES_LOST, "kernel names lost")	/* --gpu: a lookup not followed, a launch unnamed */
 
 #define APERTURE_STAT_ENUM(id, what) id,
 enum aperture_stat {

@@ -37,6 +37,8 @@ static __always_inline void process_seen(__u32 tgid)
 	bpf_map_update_elem(&seen_tgids, &tgid, &one, BPF_ANY);
 	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
 	if (!event) {
+		/* Not announced: its next event tries again (else no tables, no names, for its life). */
+		bpf_map_delete_elem(&seen_tgids, &tgid);
 		stat_inc(STAT_EVENTS_LOST);
 		return;
 	}

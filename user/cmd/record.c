@@ -57,6 +57,7 @@ struct record_run {
 	int child_go_fd;		/* write end: the child execs when it closes */
 	int child_status_fd;		/* read end: errno of a failed exec, EOF on success */
 	uint64_t start_ns;
+	const char *events_hold;	/* APERTURE_TEST_EVENTS_HOLD (tests only) */
 };
 
 enum { OPT_WEIGHT = 256, OPT_FORMAT, OPT_TOP, OPT_EVENTS, OPT_HELP, OPT_VERSION };
@@ -354,7 +355,8 @@ static int wait_tick(struct record_run *run)
 	struct timespec tick = { 0, 100 * 1000 * 1000 };
 	int err;
 
-	if (!run->events)
+	/* APERTURE_TEST_EVENTS_HOLD=PATH: unread while PATH exists, so that a test can fill the ring. */
+	if (!run->events || (run->events_hold && access(run->events_hold, F_OK) == 0))
 		return nanosleep(&tick, NULL) && errno != EINTR ? -errno : 0;
 	err = ring_buffer__poll(run->events, 100);
 	/* Raw events come without a wakeup: read whatever is there. */
@@ -626,6 +628,7 @@ int record_main(int argc, char **argv)
 {
 	struct record_run run = {
 		.child_go_fd = -1, .child_status_fd = -1,
+		.events_hold = getenv("APERTURE_TEST_EVENTS_HOLD"),
 	};
 	struct record_opts *o = &run.opts;
 	int err;

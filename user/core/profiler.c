@@ -220,6 +220,24 @@ static int unwind_maps_prepare(struct profiler *p)
 }
 
 /*
+ * APERTURE_TEST_EVENTS_RING_BYTES=N (tests only): the events ring buffer's
+ * size (a power of 2 of pages), so that a test can fill it and watch what a
+ * failed new-process notification costs.  The raw events' headroom stays
+ * reckoned from APERTURE_EVENTS_RING_BYTES: a smaller ring has none.
+ */
+static int events_ring_prepare(struct profiler *p)
+{
+	const char *env = getenv("APERTURE_TEST_EVENTS_RING_BYTES");
+	unsigned long bytes;
+
+	if (!env)
+		return 0;
+	bytes = strtoul(env, NULL, 10);
+	log_warn("test setting: events ring buffer of %lu bytes", bytes);
+	return bpf_map__set_max_entries(slot_map(p, MAP_EVENTS), (__u32)bytes);
+}
+
+/*
  * Before load: sizes the maps, reuses the run's shared maps, and loads the
  * exec program (bpf/lib/notify.bpf.h) only in the profiler that creates them.
  */
@@ -236,6 +254,8 @@ int profiler_prepare(struct profiler *p)
 	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_TOTALS), p->opts.counts_entries);
 	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_STACKS), p->opts.stacks_entries);
 	err = err ?: unwind_maps_prepare(p);
+	if (owner)
+		err = err ?: events_ring_prepare(p);
 	if (exec_prog)
 		bpf_program__set_autoload(exec_prog, owner);
 	if (exit_prog)

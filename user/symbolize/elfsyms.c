@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,12 @@
 
 #define DEBUG_ROOT	"/usr/lib/debug"
 #define MINIDEBUG_MAX	(256u << 20)	/* refuse to inflate anything larger */
+/*
+ * The most memory an xz decoder may take: what xz -9 needs (about 65 MiB).
+ * Every preset fits; a stream that claims a larger dictionary (up to 4 GiB)
+ * is refused, not obeyed.
+ */
+#define MINIDEBUG_MEMLIMIT	lzma_easy_decoder_memusage(9)
 
 static void elf_init_once(void)
 {
@@ -201,7 +208,7 @@ static Elf_Scn *find_section(Elf *e, const char *want)
 	return NULL;
 }
 
-/* Inflates one .xz stream into a malloc'd buffer. */
+/* Inflates one .xz stream into a malloc'd buffer; -E2BIG: it needs more than MINIDEBUG_MEMLIMIT. */
 static int xz_decode(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen)
 {
 	lzma_stream strm = LZMA_STREAM_INIT;
@@ -210,7 +217,7 @@ static int xz_decode(const uint8_t *in, size_t inlen, uint8_t **out, size_t *out
 	lzma_ret ret;
 	int err = -EINVAL;
 
-	if (lzma_stream_decoder(&strm, UINT64_MAX, 0) != LZMA_OK)
+	if (lzma_stream_decoder(&strm, MINIDEBUG_MEMLIMIT, 0) != LZMA_OK)
 		return -ENOMEM;
 	strm.next_in = in;
 	strm.avail_in = inlen;
@@ -225,6 +232,8 @@ static int xz_decode(const uint8_t *in, size_t inlen, uint8_t **out, size_t *out
 		ret = lzma_code(&strm, LZMA_FINISH);
 		if (ret == LZMA_STREAM_END)
 			break;
+		if (ret == LZMA_MEMLIMIT_ERROR)
+			err = -E2BIG;
 		if (ret != LZMA_OK && ret != LZMA_BUF_ERROR)
 			goto out;
 		if (strm.avail_out)	/* stuck with room left: truncated input */
@@ -242,7 +251,7 @@ out:
 }
 
 /* .gnu_debugdata: the .symtab of an embedded xz-compressed ELF. */
-static int add_minidebuginfo(struct symtab *tab, Elf *e)
+static int add_minidebuginfo(struct elf_syms *es, Elf *e, const char *path)
 {
 	Elf_Scn *scn = find_section(e, ".gnu_debugdata");
 	Elf_Data *data = scn ? elf_rawdata(scn, NULL) : NULL;
@@ -255,10 +264,15 @@ static int add_minidebuginfo(struct symtab *tab, Elf *e)
 	if (!data || !data->d_size)
 		return 0;
 	err = xz_decode(data->d_buf, data->d_size, &image, &len);
+	if (err == -E2BIG) {
+		es->xz_refused = true;
+		log_warn("%s: .gnu_debugdata needs more than %" PRIu64 " MiB to inflate: refused (its names are "
+			 "lost)", path, MINIDEBUG_MEMLIMIT >> 20);
+	}
 	if (err)
 		return err == -ENOMEM ? err : 0;	/* a corrupt section only costs names */
 	mini = elf_memory((char *)image, len);
-	err = mini ? add_symbols(tab, mini, SHT_SYMTAB, &found) : 0;
+	err = mini ? add_symbols(&es->tab, mini, SHT_SYMTAB, &found) : 0;
 	if (mini)
 		elf_end(mini);
 	free(image);
@@ -352,7 +366,7 @@ static int read_symbols(struct elf_syms *es, Elf *e, const char *path, const cha
 	if (!ret)
 		ret = add_debuglink_debug(es, e, path, root);
 	if (!ret)
-		ret = add_minidebuginfo(&es->tab, e);
+		ret = add_minidebuginfo(es, e, path);
 	return ret < 0 ? ret : 0;
 }
 

@@ -27,6 +27,7 @@ struct elf_syms {
 	uint64_t *fde_ends;
 	size_t nfdes;
 	size_t nsynthetic;		/* of tab.nsyms, names made up here (_start at the entry point) */
+	bool xz_refused;		/* .gnu_debugdata needed more memory to inflate than allowed */
 };
 
 /*

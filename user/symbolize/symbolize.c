@@ -117,6 +117,7 @@ struct symbolizer {
 	size_t nmappings, mappings_cap;
 	size_t mapping_bytes, file_bytes, proc_bytes;
 	uint64_t files_dropped, tables_unloaded, procs_dropped, pids_reused;
+	uint64_t xz_refused;		/* minidebuginfo over the decoder's memory limit */
 	struct strintern names;
 	struct kallsyms ksyms;
 	bool kernel_tried, ksyms_ok;
@@ -332,6 +333,7 @@ static void file_load(struct symbolizer *sym, struct elf_file *f)
 	err = elf_syms_load(&f->syms, f->fd, f->path, root);
 	if (err)
 		log_info("no symbols from %s: %s", f->path, strerror(-err));
+	sym->xz_refused += f->syms.xz_refused;
 	close(f->fd);
 	f->fd = -1;
 	sym->open_fds--;
@@ -1092,6 +1094,7 @@ void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out)
 		.files = sym->nfiles, .files_max = MAX_FILES,
 		.files_dropped = sym->files_dropped, .tables_unloaded = sym->tables_unloaded,
 		.procs_dropped = sym->procs_dropped, .pids_reused = sym->pids_reused,
+		.xz_refused = sym->xz_refused,
 	};
 }
 

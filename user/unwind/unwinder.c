@@ -91,6 +91,7 @@ struct unwinder {
 	uint64_t eh_frame_bytes;
 	uint64_t build_ns;
 	uint32_t files_without;		/* no .eh_frame (or none the walk can use) */
+	uint32_t files_refused;		/* over CFI_MAX_FILE_WORK steps to build: hostile or broken */
 	uint32_t files_no_room;		/* rows array full, even after evicting */
 	uint32_t files_evicted;		/* rows freed for others' (no live process mapped them) */
 	uint32_t procs_written;
@@ -351,6 +352,12 @@ static void file_build(struct unwinder *u, struct unwind_file *f, Elf *elf, cons
 	file_read_loads(elf, f);
 	err = cfi_table_build(elf, &t);
 	u->build_ns += now_ns(CLOCK_MONOTONIC) - start;
+	if (err == -E2BIG) {
+		u->files_refused++;
+		log_warn("unwind: no table for %s: over %zu steps to build (its .eh_frame is hostile or broken)",
+			 what, (size_t)CFI_MAX_FILE_WORK);
+		return;
+	}
 	if (err) {
 		u->files_without++;
 		log_info("unwind: no table for %s: %s", what, strerror(-err));
@@ -661,11 +668,11 @@ void unwinder_report(struct unwinder *u, FILE *out)
 	}
 	table_bytes = rows * sizeof(struct unwind_row);
 	fprintf(out, "aperture: unwind tables: %zu files, %" PRIu64 " rows of %u, %.1f MiB (%.0f KiB per MiB of .eh_frame), "
-		"built in %.0f ms; %u files without, %u evicted, %u without room, %u mappings beyond %d "
-		"per process, %u processes not tracked, %zu still queued\n",
+		"built in %.0f ms; %u files without, %u refused (over the work bound), %u evicted, %u without room, "
+		"%u mappings beyond %d per process, %u processes not tracked, %zu still queued\n",
 		with, rows, u->rows_cap, table_bytes / 1048576.0,
 		u->eh_frame_bytes ? table_bytes / 1024.0 / (u->eh_frame_bytes / 1048576.0) : 0.0,
-		u->build_ns / 1e6, u->files_without, u->files_evicted, u->files_no_room, u->mappings_dropped,
+		u->build_ns / 1e6, u->files_without, u->files_refused, u->files_evicted, u->files_no_room, u->mappings_dropped,
 		UNWIND_MAX_MAPPINGS, u->procs_full, queued);
 	pthread_mutex_unlock(&u->state_lock);
 }
