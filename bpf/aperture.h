@@ -15,7 +15,7 @@
  * Bump when any map's key/value layout or the control struct changes: a daemon
  * that finds pinned maps of another version refuses to mix them.
  */
-#define APERTURE_LAYOUT_VERSION 6
+#define APERTURE_LAYOUT_VERSION 7
 
 /* perf_event_max_stack's default; a stack value is depth * 8 bytes. */
 #define APERTURE_MAX_DEPTH 127
@@ -65,8 +65,17 @@ enum profiler_id {
 	PROFILER_LOCKS = 2,
 	PROFILER_SYSCALLS = 3,
 	PROFILER_GPU = 4,
-	PROFILER_MAX = 8,	/* target_pids values are one byte */
+	PROFILER_MAX = 8,	/* target_pids values are one byte; ids stay below 7 (TARGET_CHILD) */
 };
+
+/*
+ * Bit of a target_pids value besides the profilers' bits: the entry was made
+ * in the kernel at fork, for a child of a target (bpf/lib/control.bpf.h
+ * target_fork), and leaves the set when that process exits.
+ */
+#define TARGET_CHILD 0x80
+/* Room in target_pids: the pids given and the children alive at once that descend from them. */
+#define APERTURE_TARGETS_MAX 4096
 
 /* Which stacks to take. */
 enum stack_mode {
@@ -111,7 +120,9 @@ struct aperture_control {
 	X(STAT_RAW_SENT, "raw events sent")	/* into the events ring buffer */	\
 	X(STAT_RAW_LOST, "raw events lost (ring buffer full)")			\
 	X(STAT_WAIT_UNFINISHED, "waits unfinished at exit")	/* a begin whose end never came */ \
-	LOSS(STAT_TOTALS_FULL, "totals map full")	/* not in the never-drained totals */
+	LOSS(STAT_TOTALS_FULL, "totals map full")	/* not in the never-drained totals */ \
+	X(STAT_CHILDREN, "children followed")	/* a target's child made a target at fork */ \
+	LOSS(STAT_CHILDREN_FULL, "children not followed (target set full)")
 
 #define APERTURE_STAT_ENUM(id, what) id,
 enum aperture_stat {

@@ -420,6 +420,7 @@ static void say_restart_keys(const struct daemon_opts *now, const struct daemon_
 	CHANGED("freq", old_cpu->freq_hz != new_cpu->freq_hz);
 	CHANGED("unwind", now->prof.unwind != next->prof.unwind);
 	CHANGED("unwind-rows", now->prof.unwind_rows != next->prof.unwind_rows);
+	CHANGED("no-children", now->prof.no_children != next->prof.no_children);
 	CHANGED("output-dir", (now->output_dir != NULL) != (next->output_dir != NULL) ||
 			      (now->output_dir && strcmp(now->output_dir, next->output_dir)));
 	CHANGED("output-format", strcmp(now->output_format, next->output_format));
@@ -440,6 +441,7 @@ static void take_live(struct daemon_opts *now, struct daemon_opts *next)
 	new_cpu->freq_hz = old_cpu->freq_hz;
 	next->prof.unwind = now->prof.unwind;
 	next->prof.unwind_rows = now->prof.unwind_rows;
+	next->prof.no_children = now->prof.no_children;	/* the fork program is loaded or not */
 	next->output_dir = now->output_dir;
 	next->output_format = now->output_format;
 	next->prof.shared = now->prof.shared;
