@@ -15,9 +15,12 @@ at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
 # Two commands with the same known work under their own names (comms).
 cp "$WL/cpuburn" "$TMP/burn_a"; cp "$WL/cpuburn" "$TMP/burn_b"
 A="$TMP/burn_a"; B="$TMP/burn_b"
-# 999 Hz and seconds of CPU per command: enough samples for 95 % on a loaded machine (at 499 Hz and
-# ~200 samples a command, one run in three fell to 94 %)
-F=999
+# 4999 Hz: on a machine loaded by others a burner runs in slices of about a millisecond, and the
+# samples at slice edges go one way or the other: at 499 Hz (~200 samples a command) one run in
+# three fell to 94 %, at 999 Hz (~1000) one check in ten did (mean 100 %, sd 3 %); at 4999 Hz
+# (~4000) every check of 6 runs was within 100-101.5 %.  The workloads at nice -10 get longer slices.
+F=4999
+NICE="nice -n -10"
 
 # comm_samples FOLDED COMM: samples whose comm is COMM
 comm_samples() { awk -v c="$2" '{ s = $0; sub(/;.*/, "", s); sub(/ [0-9]+$/, "", s); if (s == c) t += $NF }
@@ -25,12 +28,12 @@ comm_samples() { awk -v c="$2" '{ s = $0; sub(/;.*/, "", s); sub(/ [0-9]+$/, "",
 # cpu_samples FILE...: the samples at $F Hz that the CPU time the cpuburn runs printed (cpu_ns=) is worth
 cpu_samples() { cat "$@" | sed -n 's/.*cpu_ns=\([0-9]*\).*/\1/p' |
 	awk -v f=$F '{ t += $1 } END { printf "%.0f\n", t * f / 1e9 }'; }
-# attributed NAME FOLDED COMM WANT: COMM's samples are 95-110 % of WANT (its own CPU time)
+# attributed NAME FOLDED COMM WANT: COMM's samples are 95-105 % of WANT (its own CPU time)
 attributed() {
 	local got
 	got=$(comm_samples "$2" "$3")
 	ge "$1: $3 ran (CPU samples' worth)" "$4" 100
-	is_within "$1: $3's samples are its CPU time (% of $4)" 102.5 "$(pct "$got" "$4")" 7.5
+	is_within "$1: $3's samples are its CPU time (% of $4)" 100 "$(pct "$got" "$4")" 5
 }
 # wait_attached PID: the aperture PID holds the link of its exit program (attached after the
 # perf events, with the fork program): its programs count from now on
@@ -49,7 +52,7 @@ wait_attached() {
 # becoming `sleep` (exec: no child of its own); BG_PID: the shell
 gated_shell() {
 	mkfifo "$TMP/$1.go"
-	bg sh -c "read go <'$TMP/$1.go'; $2; exec sleep 120"
+	bg $NICE sh -c "read go <'$TMP/$1.go'; $2; exec sleep 120"
 }
 # script_done PID SECONDS: waits until the gated shell PID has run its script
 script_done() {
@@ -81,11 +84,13 @@ fi
 
 # 1. record -- sh -c: a pipeline and a command after it, each child's CPU time attributed to it.
 ap_ok "-- sh -c pipeline" cmd record -F $F -o "$TMP/cmd.folded" -- \
-	sh -c "'$A' 4 >'$TMP/a1.out' | '$B' 4 >'$TMP/b1.out'; '$A' 2 >'$TMP/a2.out'; true"
+	$NICE sh -c "'$A' 2 >'$TMP/a1.out' | '$B' 2 >'$TMP/b1.out'; '$A' 1 >'$TMP/a2.out'; true"
 attributed "-- sh -c" "$TMP/cmd.folded" burn_a "$(cpu_samples "$TMP/a1.out" "$TMP/a2.out")"
 attributed "-- sh -c" "$TMP/cmd.folded" burn_b "$(cpu_samples "$TMP/b1.out")"
+# (before their exec: the shell's children are sh, and aperture's child is nice, and aperture before that)
 is "-- sh -c: comms are the shell's and its children's" \
-	"$(folded_comms "$TMP/cmd.folded" | grep -vx -e aperture -e sh | tr '\n' ' ')" "burn_a burn_b "
+	"$(folded_comms "$TMP/cmd.folded" | grep -vx -e "$(basename "$APERTURE" | cut -c1-15)" -e nice -e sh |
+		tr '\n' ' ')" "burn_a burn_b "
 # sh forked the three burners, each one process
 ok "-- sh -c: the end line counts the shell and its 3 children" \
 	grep -q '^aperture: profiled 4 processes (1 named + 3 children), [0-9] with samples$' "$TMP/cmd.err"
@@ -111,7 +116,7 @@ is "no fork tracepoint: no sample of the child" "$(comm_samples "$TMP/nofork.fol
 
 # 4. record -p SHELL: a loop that starts burners after aperture is attached.  The shell is
 #    stopped by SIGINT to aperture once the loop is done; the children appear with their share.
-gated_shell loop "for i in 1 2; do '$A' 2 >>'$TMP/pa.out'; '$B' 4 >>'$TMP/pb.out'; done"
+gated_shell loop "for i in 1 2; do '$A' 1 >>'$TMP/pa.out'; '$B' 2 >>'$TMP/pb.out'; done"
 shell=$BG_PID
 "$APERTURE" record -F $F -p "$shell" -d 120 -o "$TMP/pid.folded" >"$TMP/pid.out" 2>"$TMP/pid.err" &
 ap=$!
@@ -151,7 +156,7 @@ ok "fork storm: every child was followed (5000 of 4096 entries), none lost" \
 grep -q '^aperture: profiled' "$TMP/storm.err" || show_err storm
 
 # 6. The pinned daemon: run --pin -p SHELL follows the children too (aperture dump reads the totals).
-gated_shell pinned "'$A' 3 >'$TMP/da.out'; '$B' 3 >'$TMP/db.out'"
+gated_shell pinned "'$A' 2 >'$TMP/da.out'; '$B' 2 >'$TMP/db.out'"
 shell=$BG_PID
 "$APERTURE" run --pin "$DIR" --oncpu -F $F -p "$shell" 2>"$TMP/daemon.err" &
 daemon=$!
@@ -164,5 +169,34 @@ kill "$daemon"; wait "$daemon" 2>/dev/null
 attributed "run --pin -p" "$TMP/dump.folded" burn_a "$(cpu_samples "$TMP/da.out")"
 attributed "run --pin -p" "$TMP/dump.folded" burn_b "$(cpu_samples "$TMP/db.out")"
 kill "$shell" 2>/dev/null
+"$APERTURE" run --unpin --pin "$DIR" >/dev/null 2>&1
+
+# 7. SIGHUP: a followed child stays while its shell is still named, and goes with it.
+# pinned_set: the pids in DIR/target_pids, sorted
+pinned_set() {
+	bpftool -j map dump pinned "$DIR/target_pids" | grep -o '"key":\[[^]]*\]' | tr -d '"' | sed 's/key:\[//; s/\]//' |
+		while IFS=, read -r b0 b1 b2 b3; do echo $((b3 << 24 | b2 << 16 | b1 << 8 | b0)); done | sort -n | tr '\n' ' '
+}
+# reloaded N: the daemon has said N times that a reload applied its targets
+reloaded() { local i; for ((i = 0; i < 100; i++)); do [ "$(grep -c 'reload: targets' "$TMP/hup.err")" -ge "$1" ] && return 0; sleep 0.1; done; return 1; }
+gated_shell hup "'$A' 60 >/dev/null"
+shell=$BG_PID
+bg sleep 120; other=$BG_PID
+echo "pid = $shell" >"$TMP/hup.conf"
+"$APERTURE" run --pin "$DIR" --oncpu --config "$TMP/hup.conf" 2>"$TMP/hup.err" &
+daemon=$!
+_bg_pids+=("$daemon")
+ok "SIGHUP: daemon attached" wait_attached "$daemon"
+echo go >"$TMP/hup.go"
+for ((i = 0; i < 50; i++)); do child=$(pgrep -P "$shell" -x burn_a); [ -n "$child" ] && break; sleep 0.1; done
+is "SIGHUP: the shell and its child are targets" "$(pinned_set)" "$(printf '%s\n' "$shell" "$child" | sort -n | tr '\n' ' ')"
+kill -HUP "$daemon"
+ok "SIGHUP: the reload applied" reloaded 1
+is "SIGHUP, same -p: the child stays a target" "$(pinned_set)" "$(printf '%s\n' "$shell" "$child" | sort -n | tr '\n' ' ')"
+echo "pid = $other" >"$TMP/hup.conf"
+kill -HUP "$daemon"
+ok "SIGHUP: the second reload applied" reloaded 2
+is "SIGHUP, -p another: the shell and its child are gone" "$(pinned_set)" "$other "
+kill "$daemon" "$shell" "$child" "$other" 2>/dev/null; wait "$daemon" 2>/dev/null
 "$APERTURE" run --unpin --pin "$DIR" >/dev/null 2>&1
 done_testing
