@@ -532,8 +532,9 @@ static void report_processes(struct record_run *run)
 			feature_missing(FEAT_TP_SCHED_FORK, why, sizeof(why)));
 		return;
 	}
-	fprintf(stderr, "aperture: profiled %" PRIu64 " processes (%d named + %" PRIu64 " children), %zu with "
-		"samples", named + children, named, children, processes_sampled(run));
+	fprintf(stderr, "aperture: profiled %" PRIu64 " process%s (%d named + %" PRIu64 " children), %zu with "
+		"samples", named + children, named + children == 1 ? "" : "es", named, children,
+		processes_sampled(run));
 	if (left_out)
 		fprintf(stderr, "; %" PRIu64 " children not profiled (target set full)", left_out);
 	fputc('\n', stderr);
