@@ -477,6 +477,71 @@ static void report_stats(struct record_run *run)
 	}
 }
 
+static int tgid_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* How many processes have samples in any profile. */
+static size_t processes_sampled(const struct record_run *run)
+{
+	size_t n = 0, distinct = 0;
+	uint32_t *tgids;
+
+	for (int i = 0; i < run->nprofs; i++)
+		n += run->profiles[i].nsamples;
+	tgids = calloc_logged(n ? n : 1, sizeof(*tgids));
+	if (!tgids)
+		return 0;
+	n = 0;
+	for (int i = 0; i < run->nprofs; i++)
+		for (size_t s = 0; s < run->profiles[i].nsamples; s++)
+			tgids[n++] = run->profiles[i].samples[s].tgid;
+	qsort(tgids, n, sizeof(*tgids), tgid_cmp);
+	for (size_t i = 0; i < n; i++)
+		distinct += i == 0 || tgids[i] != tgids[i - 1];
+	free(tgids);
+	return distinct;
+}
+
+/*
+ * Who was profiled, with -p or COMMAND: the processes named, the children
+ * the kernel followed at fork, those a full target set left out, and how
+ * many of them all have samples.
+ */
+static void report_processes(struct record_run *run)
+{
+	uint64_t stats[STAT_MAX], children = 0, left_out = 0;
+	int named = run->opts.prof.npids;
+	bool followed = false;
+	char why[128];
+
+	if (!named)
+		return;	/* every process */
+	for (int i = 0; i < run->nprofs; i++) {
+		followed |= run->profs[i]->follows_children;
+		if (profiler_stats(run->profs[i], stats))
+			continue;
+		children += stats[STAT_CHILDREN];
+		left_out += stats[STAT_CHILDREN_FULL];
+	}
+	if (!followed) {
+		fprintf(stderr, "aperture: profiled %d process%s, %zu with samples (children not followed: %s)\n",
+			named, named == 1 ? "" : "es", processes_sampled(run),
+			run->opts.prof.no_children ? "--no-children" :
+			feature_missing(FEAT_TP_SCHED_FORK, why, sizeof(why)));
+		return;
+	}
+	fprintf(stderr, "aperture: profiled %" PRIu64 " process%s (%d named + %" PRIu64 " children), %zu with "
+		"samples", named + children, named + children == 1 ? "" : "es", named, children,
+		processes_sampled(run));
+	if (left_out)
+		fprintf(stderr, "; %" PRIu64 " children not profiled (target set full)", left_out);
+	fputc('\n', stderr);
+}
+
 /* Index of the value --weight names in @prof, or its default. */
 static int weight_index(const struct profile *prof, const char *weight)
 {
@@ -685,6 +750,7 @@ int record_main(int argc, char **argv)
 	for (int i = 0; i < run.nprofs; i++)
 		run.profiles[i].duration_ns = now_ns(CLOCK_MONOTONIC) - run.start_ns;
 	report_stats(&run);
+	report_processes(&run);
 	if (event_stream_close(run.stream))
 		err = EXIT_RUNTIME;
 	run.stream = NULL;

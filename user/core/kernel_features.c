@@ -77,6 +77,8 @@ static const struct feature_desc descs[FEAT_MAX] = {
 				"probe_dwarf_unwind" },
 	[FEAT_RQ_LOCKS] = { "rq_locks", "a CPU's runqueue through its current task (locks: runqueue lock names)",
 			    "probe_rq_locks" },
+	[FEAT_TP_SCHED_FORK] = { "tp_sched_process_fork", "tp_btf/sched_process_fork (children of -p and COMMAND followed)",
+				 "probe_sched_process_fork" },
 };
 
 const char *feature_name(enum feature f)

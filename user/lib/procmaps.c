@@ -90,10 +90,11 @@ bool first_readable(const char *const *candidates, size_t n, char *path, size_t 
 	return false;
 }
 
-uint64_t proc_start_time(uint32_t pid)
+/* Field @field (1-based, >= 3) of /proc/@pid/stat, or 0 when the process is gone or the field unreadable. */
+static uint64_t proc_stat_field(uint32_t pid, int field)
 {
 	char path[64], buf[1024], *p;
-	uint64_t start = 0;
+	uint64_t value = 0;
 	size_t n;
 	FILE *f;
 
@@ -106,9 +107,19 @@ uint64_t proc_start_time(uint32_t pid)
 	buf[n] = '\0';
 	/* comm may hold spaces and parens: fields count from the last ')'. */
 	p = strrchr(buf, ')');
-	for (int field = 2; p && field < 22; field++)
+	for (int at = 2; p && at < field; at++)
 		p = strchr(p + 1, ' ');
-	if (p && sscanf(p + 1, "%" SCNu64, &start) != 1)
-		start = 0;
-	return start;
+	if (p && sscanf(p + 1, "%" SCNu64, &value) != 1)
+		value = 0;
+	return value;
+}
+
+uint64_t proc_start_time(uint32_t pid)
+{
+	return proc_stat_field(pid, 22);
+}
+
+uint32_t proc_parent(uint32_t pid)
+{
+	return (uint32_t)proc_stat_field(pid, 4);
 }

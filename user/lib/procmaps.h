@@ -35,5 +35,7 @@ bool first_readable(const char *const *candidates, size_t n, char *path, size_t 
  * process is gone or its stat unreadable.
  */
 uint64_t proc_start_time(uint32_t pid);
+/* @pid's parent (field 4), or 0 when it is gone. */
+uint32_t proc_parent(uint32_t pid);
 
 #endif /* PROCMAPS_H */
