@@ -169,6 +169,9 @@ unless_sanitized() {
 	shift
 	if [ -n "${APERTURE_SANITIZED:-}" ]; then skip "$2" "sanitizer build: $why"; else "$@"; fi
 }
+# proc_cpu_ns PID: the CPU time PID's live threads used so far, in ns (sum_exec_runtime from
+# /proc/PID/task/*/schedstat: exact, where utime and stime are tick samples)
+proc_cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "%.0f\n", t }'; }
 # idle_ticks: machine-wide idle time so far, in USER_HZ ticks (/proc/stat)
 idle_ticks() { awk '$1 == "cpu" { print $5; exit }' /proc/stat; }
 
