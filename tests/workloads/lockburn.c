@@ -5,7 +5,8 @@
  *   lockburn mutex SECONDS THREADS   threads contend on one global pthread mutex
  *                                    (big_lock), holding it ~50 us each time;
  *                                    prints wait_ns=N (the threads' own total time
- *                                    blocked in pthread_mutex_lock) and locks=N
+ *                                    blocked in pthread_mutex_lock), locks=N and
+ *                                    lock_addr=N (the mutex's address, decimal)
  *   lockburn condvar SECONDS         two threads ping-pong on a condvar (waits
  *                                    that are not mutex contention)
  *   lockburn pimutex SECONDS THREADS the same on pi_lock, a PTHREAD_PRIO_INHERIT
@@ -278,8 +279,8 @@ int main(int argc, char **argv)
 			contended = &pi_lock;
 		}
 		run_threads(mutex_thread, threads);
-		printf("wait_ns=%llu locks=%llu\n", (unsigned long long)total_wait_ns,
-		       (unsigned long long)total_locks);
+		printf("wait_ns=%llu locks=%llu lock_addr=%llu\n", (unsigned long long)total_wait_ns,
+		       (unsigned long long)total_locks, (unsigned long long)(uintptr_t)contended);
 	} else if (!strcmp(mode, "exitwait")) {
 		exit_while_waiting();
 	} else if (!strcmp(mode, "mmap")) {
