@@ -176,9 +176,8 @@ static bool exe_has_symbols(uint32_t pid, const char *exe)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return true;	/* gone, or not ours to read: let the OAP offer it */
-	snprintf(path, sizeof(path), "/proc/%u/root", pid);
 	/* The _start the symbolizer names at the entry point of a stripped file is not a symbol of its own. */
-	named = elf_syms_load(&es, fd, exe, path) == 0 && es.tab.nsyms > es.nsynthetic;
+	named = elf_syms_load(&es, fd, exe, pid) == 0 && es.tab.nsyms > es.nsynthetic;
 	elf_syms_free(&es);
 	close(fd);
 	return named;

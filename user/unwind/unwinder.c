@@ -30,9 +30,12 @@
 #include "unwinder.h"
 #include "util.h"
 #include "procmaps.h"
+#include "safe_open.h"
 
 #define MAX_LOADS 8
 #define ROWS_BATCH 4096
+/* An ELF file is mmapped, not read: bounded only against a sparse file of any size. */
+#define MAX_ELF_SIZE (4ull << 30)
 
 struct unwind_file {
 	uint64_t dev, ino;
@@ -388,35 +391,17 @@ static struct unwind_file *file_add(struct unwinder *u, uint64_t dev, uint64_t i
 	return grown;
 }
 
-/* map_files works for deleted files and other mount namespaces; the root path when it does not. */
-static int open_mapped(uint32_t tgid, uint64_t start, uint64_t end, const char *path)
-{
-	char buf[4096 + 64];
-	int fd;
-
-	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, start, end);
-	fd = open(buf, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	if (snprintf(buf, sizeof(buf), "/proc/%u/root%s", tgid, path) >= (int)sizeof(buf))
-		return -1;
-	return open(buf, O_RDONLY | O_CLOEXEC);
-}
-
 static struct unwind_file *file_get(struct unwinder *u, uint32_t tgid, uint64_t start, uint64_t end,
 				    const char *path)
 {
 	struct unwind_file *f;
 	struct stat st;
 	Elf *elf;
-	int fd = open_mapped(tgid, start, end, path);
+	/* Cached by what fstat says the fd is, whatever the maps line named. */
+	int fd = target_open_mapped(tgid, start, end, path, MAX_ELF_SIZE, &st);
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st)) {
-		close(fd);
-		return NULL;
-	}
 	f = file_find(u, st.st_dev, st.st_ino, st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec);
 	if (f && !f->evicted)
 		goto out;
@@ -476,33 +461,26 @@ static bool file_bias(const struct unwind_file *f, uint64_t start, uint64_t offs
 /* One executable maps line into @m; false for lines the walk has no use for. */
 static bool mapping_from_line(struct unwinder *u, uint32_t tgid, char *line, struct unwind_mapping *m)
 {
-	uint64_t start, end, offset, ino;
-	unsigned int major, minor;
-	char perms[5] = "";	/* a perms word shorter than 3 leaves perms[2] unwritten */
-	const char *path;
 	struct unwind_file *f = NULL;
-	int pos = 0;
+	struct maps_line ml;
 
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
-		   &start, &end, perms, &offset, &major, &minor, &ino, &pos) < 7 || !pos || perms[2] != 'x')
+	if (!maps_line_parse(line, &ml) || ml.perms[2] != 'x')
 		return false;
-	line[strcspn(line, "\n")] = '\0';
-	path = line + pos;
-	if (strcmp(path, "[vsyscall]") == 0)
+	if (strcmp(ml.path, "[vsyscall]") == 0)
 		return false;	/* above the user address space: no walk goes there */
 	memset(m, 0, sizeof(*m));
-	m->start = start;
-	m->end = end;
-	if (path[0] == '/' && ino)
-		f = file_get(u, tgid, start, end, path);
-	else if (strcmp(path, "[vdso]") == 0)
+	m->start = ml.start;
+	m->end = ml.end;
+	if (maps_line_is_file(&ml))
+		f = file_get(u, tgid, ml.start, ml.end, ml.path);
+	else if (strcmp(ml.path, "[vdso]") == 0)
 		f = vdso_get(u);
 	if (f && u->scratch_nfiles < UNWIND_MAX_MAPPINGS) {
 		u->scratch_files[u->scratch_nfiles++] = (uint32_t)(f - u->files);
 		f->last_used = u->clock;
 	}
 	/* Anonymous (JIT) code and files without a table: frame pointers (nrows 0). */
-	if (f && f->nrows && file_bias(f, start, offset, &m->bias)) {
+	if (f && f->nrows && file_bias(f, ml.start, ml.offset, &m->bias)) {
 		m->first_row = f->first_row;
 		m->nrows = f->nrows;
 	}
