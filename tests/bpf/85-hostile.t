@@ -12,7 +12,8 @@
 #     process's own one is.
 #  3. A process chrooted in another mount namespace (as in a container) whose
 #     /tmp is an absolute symlink to a host directory: its perf map is read in
-#     its own root, never the host's; a real map in its root is.
+#     its own root, never the host's; a real map in its root is; both with
+#     openat2 and with the walk used without it (APERTURE_DISABLE_FEATURES).
 #  4. --gpu of the whole machine: a deleted CUDA driver's maps name
 #     ("PATH (deleted)") planted as another library, a memfd named
 #     libcuda.so.1, and an anonymous mapping named "[anon:DIR/libcuda.so.1]"
@@ -170,6 +171,13 @@ ge "namespace: the map in the process's own root names its JIT code (% of its sa
 	"$(named_share "$TMP/ns.folded" jitreal container_jit_symbol)" 90
 is "namespace: /tmp -> $HOSTDIR is resolved in the process's root, not the host's (% of its samples)" \
 	"$(named_share "$TMP/ns.folded" jitesc host_file_symbol)" 0.0
+# The same without openat2 (as on Linux < 5.6): the walk refuses the symlink, the real map is read.
+APERTURE_DISABLE_FEATURES=openat2 run_ap nsw record -F 199 -p "$esc_pid,$real_pid" -d 2 -o "$TMP/nsw.folded" --top 0
+is "namespace, no openat2: the run exits 0" "$AP_RC" 0
+ge "namespace, no openat2: the map in the process's own root names its JIT code (% of its samples)" \
+	"$(named_share "$TMP/nsw.folded" jitreal container_jit_symbol)" 90
+is "namespace, no openat2: the host's file is not read (% of its samples)" \
+	"$(named_share "$TMP/nsw.folded" jitesc host_file_symbol)" 0.0
 
 # 4. --gpu of the whole machine against names that point at a planted library.
 if ! have_feature uprobe; then
