@@ -11,7 +11,9 @@
  *	has it; libevil.so planted as "DIR/libcuda.so.1]", what a parser that
  *	takes the first '/' reads), then calls libevil.so's cuLaunchKernel every
  *	millisecond for SECONDS.  Prints "pid=PID anon_name=yes|no" at the start
- *	and "launches=N" at the end.
+ *	and "launches=N" at the end.  Where DIR also holds libc.so.6 (any
+ *	library) and libcplant.so (a copy of the real C library), the same trick
+ *	names libcplant.so "DIR/libc.so.6 (deleted)" (for --lock-hold).
  *   hostile jit SECONDS [ROOT]
  *	copies a loop into anonymous executable memory (as a JIT does), prints
  *	"pid=PID jit=ADDR", then (ROOT given: chroot ROOT, then become nobody)
@@ -19,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +56,7 @@ typedef int (*launch_fn)(void *, unsigned int, unsigned int, unsigned int, unsig
 static int anon(const char *dir, double secs)
 {
 	char driver[4096], evil[4096], deleted[4096], anon_name[4096], bracketed[4096];
+	char libc[4096], libc_plant[4096], libc_deleted[4096];
 	long page = sysconf(_SC_PAGESIZE), launches = 0;
 	void *handle, *anon_map, *memfd_map;
 	int memfd = memfd_create("libcuda.so.1", MFD_CLOEXEC);
@@ -64,6 +68,9 @@ static int anon(const char *dir, double secs)
 	snprintf(deleted, sizeof(deleted), "%s/libcuda.so.1 (deleted)", dir);
 	snprintf(anon_name, sizeof(anon_name), "%s/libcuda.so.1", dir);
 	snprintf(bracketed, sizeof(bracketed), "%s/libcuda.so.1]", dir);
+	snprintf(libc, sizeof(libc), "%s/libc.so.6", dir);
+	snprintf(libc_plant, sizeof(libc_plant), "%s/libcplant.so", dir);
+	snprintf(libc_deleted, sizeof(libc_deleted), "%s/libc.so.6 (deleted)", dir);
 	/* 1. a driver mapped, then deleted: its maps line says "PATH (deleted)", and that name is planted */
 	if (!dlopen(driver, RTLD_NOW) || !(handle = dlopen(evil, RTLD_NOW)) ||
 	    !(launch = (launch_fn)dlsym(handle, "cuLaunchKernel"))) {
@@ -73,6 +80,13 @@ static int anon(const char *dir, double secs)
 	if (unlink(driver) || link(evil, deleted)) {
 		perror("hostile: plant");
 		return 1;
+	}
+	/* 1b. the same for a C library, where DIR has one: libc.so.6 (mapped, deleted), libcplant.so (planted) */
+	if (!access(libc, F_OK)) {
+		if (!dlopen(libc, RTLD_NOW) || unlink(libc) || link(libc_plant, libc_deleted)) {
+			fprintf(stderr, "hostile: libc: %s\n", dlerror() ?: strerror(errno));
+			return 1;
+		}
 	}
 	/* 2. a memfd named like the driver */
 	if (memfd < 0 || ftruncate(memfd, page) ||
