@@ -14,7 +14,10 @@
 #     /tmp is an absolute symlink to a host directory: its perf map is read in
 #     its own root, never the host's; a real map in its root is; both with
 #     openat2 and with the walk used without it (APERTURE_DISABLE_FEATURES).
-#  4. --gpu of the whole machine: a deleted CUDA driver's maps name
+#  4. A library replaced at its path while mapped, opened without map_files
+#     (no CAP_SYS_ADMIN, CAP_CHECKPOINT_RESTORE): the file now at the path is
+#     not cached for the mapped one, whose frames it would name wrongly.
+#  5. --gpu of the whole machine: a deleted CUDA driver's maps name
 #     ("PATH (deleted)") planted as another library, a memfd named
 #     libcuda.so.1, and an anonymous mapping named "[anon:DIR/libcuda.so.1]"
 #     (where the kernel can name one): no uprobe lands on the planted file
@@ -183,7 +186,34 @@ ge "namespace, no openat2: the map in the process's own root names its JIT code 
 is "namespace, no openat2: the host's file is not read (% of its samples)" \
 	"$(named_share "$TMP/nsw.folded" jitesc host_file_symbol)" 0.0
 
-# 4. --gpu of the whole machine against names that point at a planted library.
+# 4. The symbol cache: a library replaced at its path while mapped.  Without CAP_SYS_ADMIN and
+#    CAP_CHECKPOINT_RESTORE /proc/PID/map_files is closed and the file is opened by its path, where
+#    another file now is: its symbols must not be cached under the mapped file's device and inode.
+P5=$HF/poison; K5=$HF/kept
+mkdir -p "$P5" "$K5"
+cp "$WL/libburn_main" "$WL/libburn.so" "$P5/"
+cp "$WL/libburn.so" "$K5/"
+cp "$WL/libburn_main" "$K5/libburn_kept"
+# the same code, another name: any name it gave the mapped library's code would be wrong
+${CC:-cc} -O1 -g -fno-omit-frame-pointer -fno-inline -fPIC -shared -Dlibburn_spin=planted_spin \
+	-o "$P5/planted.so" "$TOP/tests/workloads/e2e/libburn.c"
+bg "$P5/libburn_main" 20 >/dev/null
+replaced=$BG_PID
+bg "$K5/libburn_kept" 20 >/dev/null
+kept=$BG_PID
+sleep 0.3
+mv "$P5/planted.so" "$P5/libburn.so"
+ok "poison: the mapped library is deleted, another file at its path" grep -q 'libburn.so (deleted)' "/proc/$replaced/maps"
+setpriv --bounding-set=-sys_admin,-checkpoint_restore "$APERTURE" record -F 199 -p "$replaced,$kept" -d 2 \
+	-o "$TMP/poison.folded" --top 0 >"$TMP/poison.out" 2>"$TMP/poison.err"
+is "poison: the run without map_files exits 0" "$?" 0
+ge "poison: a library not replaced is named through its path (no map_files)" \
+	"$(named_share "$TMP/poison.folded" libburn_kept libburn_spin)" 90
+ge "poison: the process whose library was replaced was sampled" "$(stack_weight "$TMP/poison.folded" '^libburn_main;')" 10
+is "poison: no frame named from the file now at its path" "$(stack_weight "$TMP/poison.folded" 'planted_spin')" 0
+kill "$replaced" "$kept" 2>/dev/null
+
+# 5. --gpu of the whole machine against names that point at a planted library.
 if ! have_feature uprobe; then
 	skip "gpu: no uprobe lands on a planted file" "no uprobes here: $(feature_why uprobe)"
 else

@@ -103,7 +103,7 @@ struct unwinder {
 };
 
 static struct unwind_file *file_get(struct unwinder *u, uint32_t tgid, uint64_t start, uint64_t end,
-				    const char *path);
+				    const char *path, uint64_t ino);
 
 /*
  * Nearly every process maps the host's libc and dynamic loader: their tables
@@ -121,7 +121,7 @@ static void prebuild_host_libc(struct unwinder *u)
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		if (access(paths[i], R_OK) == 0)
-			file_get(u, self, 0, 0, paths[i]);	/* no map_files entry: the root path */
+			file_get(u, self, 0, 0, paths[i], 0);	/* no map_files entry: the root path */
 }
 
 static int track_now(struct unwinder *u, uint32_t tgid);
@@ -391,17 +391,26 @@ static struct unwind_file *file_add(struct unwinder *u, uint64_t dev, uint64_t i
 	return grown;
 }
 
+/*
+ * The tables of the file mapped at [@start, @end), inode @ino by its maps
+ * line (0: a file of ours, no line).  Cached by what fstat says the fd is;
+ * a file that is not the one mapped (replaced at its path since) is none:
+ * its rows would unwind another code.
+ */
 static struct unwind_file *file_get(struct unwinder *u, uint32_t tgid, uint64_t start, uint64_t end,
-				    const char *path)
+				    const char *path, uint64_t ino)
 {
 	struct unwind_file *f;
 	struct stat st;
 	Elf *elf;
-	/* Cached by what fstat says the fd is, whatever the maps line named. */
 	int fd = target_open_mapped(tgid, start, end, path, MAX_ELF_SIZE, &st);
 
 	if (fd < 0)
 		return NULL;
+	if (ino && st.st_ino != ino) {
+		close(fd);
+		return NULL;
+	}
 	f = file_find(u, st.st_dev, st.st_ino, st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec);
 	if (f && !f->evicted)
 		goto out;
@@ -472,7 +481,7 @@ static bool mapping_from_line(struct unwinder *u, uint32_t tgid, char *line, str
 	m->start = ml.start;
 	m->end = ml.end;
 	if (maps_line_is_file(&ml))
-		f = file_get(u, tgid, ml.start, ml.end, ml.path);
+		f = file_get(u, tgid, ml.start, ml.end, ml.path, ml.ino);
 	else if (strcmp(ml.path, "[vdso]") == 0)
 		f = vdso_get(u);
 	if (f && u->scratch_nfiles < UNWIND_MAX_MAPPINGS) {
