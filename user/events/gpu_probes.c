@@ -133,7 +133,7 @@ struct machine_process {
 struct gpu_probes {
 	struct probed_file *probed;
 	size_t nprobed, probed_cap;
-	unsigned int refused;		/* mapped names not probed: not the file mapped, or over the cap */
+	unsigned int refused;		/* mapped names not probed (each scan): not the file mapped, over the cap */
 	struct machine_process *procs;	/* the whole machine's, sorted by pid */
 	size_t nprocs;
 	uint64_t next_rescan_ns;
@@ -315,7 +315,6 @@ static bool on_mapped(const struct mapped_file *file, void *arg)
 static bool scan_process(struct profiler *p, struct gpu_probes *g, int pid, int attach_pid)
 {
 	struct scan s = { p, g, attach_pid };
-
 	unsigned int refused = 0;
 	bool read = proc_mapped_files(pid, is_gpu_library, on_mapped, &s, &refused);
 

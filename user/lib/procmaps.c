@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <ctype.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
