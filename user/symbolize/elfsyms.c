@@ -23,7 +23,6 @@
 
 #define DEBUG_ROOT	"/usr/lib/debug"
 #define MINIDEBUG_MAX	(256u << 20)	/* refuse to inflate anything larger */
-#define MAX_DEBUG_FILE_SIZE	(4ull << 30)	/* mmapped: a bound against sparse files only */
 
 static void elf_init_once(void)
 {
@@ -266,6 +265,9 @@ static int add_minidebuginfo(struct symtab *tab, Elf *e)
 	free(image);
 	return err;
 }
+
+/* A debug file is mmapped, not read: bounded only against a sparse file of any size. */
+#define MAX_DEBUG_FILE_SIZE	(4ull << 30)
 
 /*
  * Adds the .symtab of debug file @path, in @root_pid's root, if it belongs to
