@@ -26,8 +26,8 @@
 . "$(dirname "$0")/../lib.sh"
 require_root
 require_aperture
-require_workload cpuburn hostile gpu/libcuda.so.1
-command -v setpriv >/dev/null || skip_all "no setpriv"
+require_workload cpuburn hostile gpu/libcuda.so.1 libburn_main libburn.so
+command -v setpriv >/dev/null && command -v unshare >/dev/null || skip_all "no setpriv or unshare (util-linux)"
 [ -x /usr/bin/time ] || skip_all "no /usr/bin/time (package time)"
 
 HF=/tmp/aperture-hostile.$$
@@ -35,7 +35,7 @@ HOSTDIR=/var/tmp/aperture-hostile.$$
 mkdir -p "$HF" "$HOSTDIR"
 chown nobody "$HF" "$HOSTDIR"
 chmod 755 "$TMP"
-at_exit "rm -rf '$HF' '$HOSTDIR'; rm -f /tmp/perf-hostile-$$-*"
+at_exit "rm -rf '$HF' '$HOSTDIR'"
 # CMD as an unprivileged user: "${NOBODY[@]}" CMD... (setpriv execs CMD: bg's BG_PID is CMD's pid)
 NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 as_nobody() { "${NOBODY[@]}" "$@"; }
