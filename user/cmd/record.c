@@ -542,6 +542,18 @@ static void report_processes(struct record_run *run)
 	fputc('\n', stderr);
 }
 
+/* What the symbolizer would not read of the profiled processes' files (after the outputs named the frames). */
+static void report_refusals(const struct symbolizer *sym)
+{
+	struct sym_usage u;
+
+	symbolizer_usage(sym, &u);
+	if (u.files_refused || u.perf_maps_refused)
+		log_warn("symbols: refused %" PRIu64 " perf maps (not a regular file, over 256 MiB, or not owned by "
+			 "the process's user or root) and %" PRIu64 " mapped files (not the file mapped, not regular, "
+			 "or over 4 GiB): their frames are unnamed", u.perf_maps_refused, u.files_refused);
+}
+
 /* Index of the value --weight names in @prof, or its default. */
 static int weight_index(const struct profile *prof, const char *weight)
 {
@@ -761,6 +773,7 @@ int record_main(int argc, char **argv)
 			run.profs[i]->ops->report(run.profs[i], &run.profiles[i], (unsigned int)o->top, stdout);
 		else
 			print_top(&run.profiles[i], weight_index(&run.profiles[i], o->weight), o->top);
+	report_refusals(run.sym);
 cleanup:
 	run_cleanup(&run);
 	return err;

@@ -110,6 +110,7 @@ int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 	*out = NULL;
 	if (!p)
 		return -ENOMEM;
+	feature_has(FEAT_OPENAT2);	/* how the symbolizer opens the targets' files: probed before any */
 	p->ops = ops;
 	p->opts = *opts;
 	if (!p->opts.counts_entries)

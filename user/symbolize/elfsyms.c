@@ -19,6 +19,7 @@
 #include <elfutils/libdwelf.h>
 #include "cfi.h"
 #include "elfsyms.h"
+#include "safe_open.h"
 #include "util.h"
 
 #define DEBUG_ROOT	"/usr/lib/debug"
@@ -279,15 +280,24 @@ static int add_minidebuginfo(struct elf_syms *es, Elf *e, const char *path)
 	return err;
 }
 
-/* Adds the .symtab of debug file @path if it belongs to @es.  1: added, 0: not usable. */
-static int add_debug_file(struct elf_syms *es, const char *path)
+/* A debug file is mmapped, not read: bounded only against a sparse file of any size. */
+#define MAX_DEBUG_FILE_SIZE	(4ull << 30)
+
+/*
+ * Adds the .symtab of debug file @path, in @root_pid's root, if it belongs to
+ * @es.  1: added, 0: not usable.  Only there: a debug file of our own root
+ * would be one the process named, not its own.
+ */
+static int add_debug_file(struct elf_syms *es, uint32_t root_pid, const char *path)
 {
 	char id[ELFSYMS_BUILD_ID_HEX];
 	bool found = false;
 	int fd, err = 0;
 	Elf *e;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!root_pid)
+		return 0;
+	fd = target_open(root_pid, path, MAX_DEBUG_FILE_SIZE, 0, NULL);
 	if (fd < 0)
 		return 0;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -306,18 +316,7 @@ out:
 	return found;
 }
 
-/* Tries @path under @root first (the process's view), then in ours. */
-static int add_debug_rooted(struct elf_syms *es, const char *root, const char *path)
-{
-	char full[PATH_MAX];
-	int ret = 0;
-
-	if (root[0] && snprintf(full, sizeof(full), "%s%s", root, path) < (int)sizeof(full))
-		ret = add_debug_file(es, full);
-	return ret ? ret : add_debug_file(es, path);
-}
-
-static int add_build_id_debug(struct elf_syms *es, const char *root)
+static int add_build_id_debug(struct elf_syms *es, uint32_t root_pid)
 {
 	char path[PATH_MAX];
 
@@ -325,11 +324,11 @@ static int add_build_id_debug(struct elf_syms *es, const char *root)
 		return 0;
 	snprintf(path, sizeof(path), DEBUG_ROOT "/.build-id/%.2s/%s.debug",
 		 es->build_id, es->build_id + 2);
-	return add_debug_rooted(es, root, path);
+	return add_debug_file(es, root_pid, path);
 }
 
 /* gdb's search order for a debuglink: next to the file, .debug/, then under /usr/lib/debug. */
-static int add_debuglink_debug(struct elf_syms *es, Elf *e, const char *path, const char *root)
+static int add_debuglink_debug(struct elf_syms *es, Elf *e, const char *path, uint32_t root_pid)
 {
 	static const char *const fmts[] = { "%.*s/%s", "%.*s/.debug/%s", DEBUG_ROOT "%.*s/%s" };
 	const char *slash = strrchr(path, '/');
@@ -345,14 +344,14 @@ static int add_debuglink_debug(struct elf_syms *es, Elf *e, const char *path, co
 	for (i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
 		if (snprintf(cand, sizeof(cand), fmts[i], (int)(slash - path), path, link) >= (int)sizeof(cand))
 			continue;
-		ret = add_debug_rooted(es, root, cand);
+		ret = add_debug_file(es, root_pid, cand);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-static int read_symbols(struct elf_syms *es, Elf *e, const char *path, const char *root)
+static int read_symbols(struct elf_syms *es, Elf *e, const char *path, uint32_t root_pid)
 {
 	bool has_symtab, has_dynsym;
 	int ret;
@@ -362,9 +361,9 @@ static int read_symbols(struct elf_syms *es, Elf *e, const char *path, const cha
 		ret = add_symbols(&es->tab, e, SHT_DYNSYM, &has_dynsym);
 	if (ret || has_symtab)
 		return ret;
-	ret = add_build_id_debug(es, root);
+	ret = add_build_id_debug(es, root_pid);
 	if (!ret)
-		ret = add_debuglink_debug(es, e, path, root);
+		ret = add_debuglink_debug(es, e, path, root_pid);
 	if (!ret)
 		ret = add_minidebuginfo(es, e, path);
 	return ret < 0 ? ret : 0;
@@ -393,7 +392,7 @@ static void add_entry_point(struct elf_syms *es, Elf *e)
 		es->nsynthetic++;
 }
 
-int elf_syms_load(struct elf_syms *es, int fd, const char *path, const char *root)
+int elf_syms_load(struct elf_syms *es, int fd, const char *path, uint32_t root_pid)
 {
 	Elf *e;
 	int err;
@@ -412,7 +411,7 @@ int elf_syms_load(struct elf_syms *es, int fd, const char *path, const char *roo
 	cfi_fde_starts(e, &es->fde_starts, &es->fde_ends, &es->nfdes);
 	err = read_loads(es, e);
 	if (!err)
-		err = read_symbols(es, e, path, root);
+		err = read_symbols(es, e, path, root_pid);
 	add_entry_point(es, e);
 	symtab_finish(&es->tab);
 out:

@@ -31,11 +31,12 @@ struct elf_syms {
 };
 
 /*
- * Reads the ELF open at @fd.  @path is the file's path inside @root (a
- * "/proc/PID/root" prefix, or "" for ours): used to find debug files.
+ * Reads the ELF open at @fd.  @path is the file's path as process
+ * @root_pid sees it: its debug files are looked for in that process's root
+ * only (safe_open.h's target_open), none when @root_pid is 0.
  * Returns 0 or -errno; on error @es is empty but safe to use and free.
  */
-int elf_syms_load(struct elf_syms *es, int fd, const char *path, const char *root);
+int elf_syms_load(struct elf_syms *es, int fd, const char *path, uint32_t root_pid);
 void elf_syms_free(struct elf_syms *es);
 
 /* File offset -> link-time address through the PT_LOAD holding it. */

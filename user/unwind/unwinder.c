@@ -30,9 +30,12 @@
 #include "unwinder.h"
 #include "util.h"
 #include "procmaps.h"
+#include "safe_open.h"
 
 #define MAX_LOADS 8
 #define ROWS_BATCH 4096
+/* An ELF file is mmapped, not read: bounded only against a sparse file of any size. */
+#define MAX_ELF_SIZE (4ull << 30)
 
 struct unwind_file {
 	uint64_t dev, ino;
@@ -101,7 +104,7 @@ struct unwinder {
 };
 
 static struct unwind_file *file_get(struct unwinder *u, uint32_t tgid, uint64_t start, uint64_t end,
-				    const char *path);
+				    const char *path, uint64_t ino);
 
 /*
  * Nearly every process maps the host's libc and dynamic loader: their tables
@@ -119,7 +122,7 @@ static void prebuild_host_libc(struct unwinder *u)
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		if (access(paths[i], R_OK) == 0)
-			file_get(u, self, 0, 0, paths[i]);	/* no map_files entry: the root path */
+			file_get(u, self, 0, 0, paths[i], 0);	/* no map_files entry: the root path */
 }
 
 static int track_now(struct unwinder *u, uint32_t tgid);
@@ -395,32 +398,23 @@ static struct unwind_file *file_add(struct unwinder *u, uint64_t dev, uint64_t i
 	return grown;
 }
 
-/* map_files works for deleted files and other mount namespaces; the root path when it does not. */
-static int open_mapped(uint32_t tgid, uint64_t start, uint64_t end, const char *path)
-{
-	char buf[4096 + 64];
-	int fd;
-
-	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, start, end);
-	fd = open(buf, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	if (snprintf(buf, sizeof(buf), "/proc/%u/root%s", tgid, path) >= (int)sizeof(buf))
-		return -1;
-	return open(buf, O_RDONLY | O_CLOEXEC);
-}
-
+/*
+ * The tables of the file mapped at [@start, @end), inode @ino by its maps
+ * line (0: a file of ours, no line).  Cached by what fstat says the fd is;
+ * a file that is not the one mapped (replaced at its path since) is none:
+ * its rows would unwind another code.
+ */
 static struct unwind_file *file_get(struct unwinder *u, uint32_t tgid, uint64_t start, uint64_t end,
-				    const char *path)
+				    const char *path, uint64_t ino)
 {
 	struct unwind_file *f;
 	struct stat st;
 	Elf *elf;
-	int fd = open_mapped(tgid, start, end, path);
+	int fd = target_open_mapped(tgid, start, end, path, MAX_ELF_SIZE, &st);
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st)) {
+	if (ino && st.st_ino != ino) {
 		close(fd);
 		return NULL;
 	}
@@ -483,33 +477,26 @@ static bool file_bias(const struct unwind_file *f, uint64_t start, uint64_t offs
 /* One executable maps line into @m; false for lines the walk has no use for. */
 static bool mapping_from_line(struct unwinder *u, uint32_t tgid, char *line, struct unwind_mapping *m)
 {
-	uint64_t start, end, offset, ino;
-	unsigned int major, minor;
-	char perms[5] = "";	/* a perms word shorter than 3 leaves perms[2] unwritten */
-	const char *path;
 	struct unwind_file *f = NULL;
-	int pos = 0;
+	struct maps_line ml;
 
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
-		   &start, &end, perms, &offset, &major, &minor, &ino, &pos) < 7 || !pos || perms[2] != 'x')
+	if (!maps_line_parse(line, &ml) || ml.perms[2] != 'x')
 		return false;
-	line[strcspn(line, "\n")] = '\0';
-	path = line + pos;
-	if (strcmp(path, "[vsyscall]") == 0)
+	if (strcmp(ml.path, "[vsyscall]") == 0)
 		return false;	/* above the user address space: no walk goes there */
 	memset(m, 0, sizeof(*m));
-	m->start = start;
-	m->end = end;
-	if (path[0] == '/' && ino)
-		f = file_get(u, tgid, start, end, path);
-	else if (strcmp(path, "[vdso]") == 0)
+	m->start = ml.start;
+	m->end = ml.end;
+	if (maps_line_is_file(&ml))
+		f = file_get(u, tgid, ml.start, ml.end, ml.path, ml.ino);
+	else if (strcmp(ml.path, "[vdso]") == 0)
 		f = vdso_get(u);
 	if (f && u->scratch_nfiles < UNWIND_MAX_MAPPINGS) {
 		u->scratch_files[u->scratch_nfiles++] = (uint32_t)(f - u->files);
 		f->last_used = u->clock;
 	}
 	/* Anonymous (JIT) code and files without a table: frame pointers (nrows 0). */
-	if (f && f->nrows && file_bias(f, start, offset, &m->bias)) {
+	if (f && f->nrows && file_bias(f, ml.start, ml.offset, &m->bias)) {
 		m->first_row = f->first_row;
 		m->nrows = f->nrows;
 	}
