@@ -67,8 +67,17 @@ enum profiler_id {
 	PROFILER_LOCKS = 2,
 	PROFILER_SYSCALLS = 3,
 	PROFILER_GPU = 4,
-	PROFILER_MAX = 8,	/* target_pids values are one byte */
+	PROFILER_MAX = 8,	/* target_pids values are one byte; ids stay below 7 (TARGET_CHILD) */
 };
+
+/*
+ * Bit of a target_pids value besides the profilers' bits: the entry was made
+ * in the kernel at fork, for a child of a target (bpf/lib/control.bpf.h
+ * target_fork), and leaves the set when that process exits.
+ */
+#define TARGET_CHILD 0x80
+/* Room in target_pids: the pids given and the children alive at once that descend from them. */
+#define APERTURE_TARGETS_MAX 4096
 
 /* Which stacks to take. */
 enum stack_mode {
@@ -92,6 +101,8 @@ struct aperture_control {
 	__u64 cgroup_id;	/* 0: any cgroup */
 	__u32 keep_totals;	/* also add every event to the never-drained totals map */
 	__u32 raw_events;	/* a reader writes the raw event stream: the kinds' thresholds apply */
+	__u32 follow_children;	/* 1: a target's child becomes a target at fork (live: --no-children) */
+	__u32 pad;
 };
 
 /*
@@ -113,7 +124,11 @@ struct aperture_control {
 	X(STAT_RAW_SENT, "raw events sent")	/* into the events ring buffer */	\
 	X(STAT_RAW_LOST, "raw events lost (ring buffer full)")			\
 	X(STAT_WAIT_UNFINISHED, "waits unfinished at exit")	/* a begin whose end never came */ \
-	LOSS(STAT_TOTALS_FULL, "totals map full")	/* not in the never-drained totals */
+	LOSS(STAT_TOTALS_FULL, "totals map full")	/* not in the never-drained totals */	\
+	X(STAT_HOLDS_LOST, "holds lost (slot taken by another lock)")	/* --lock-hold: untimed */ \
+	X(STAT_NAMES_LOST, "kernel names lost")	/* --gpu: a lookup not followed, a launch unnamed */ \
+	X(STAT_CHILDREN, "children followed")	/* a target's child made a target at fork */ \
+	LOSS(STAT_CHILDREN_FULL, "children not followed (target set full)")
 
 #define APERTURE_STAT_ENUM(id, what) id,
 enum aperture_stat {
@@ -178,7 +193,7 @@ struct aperture_gpu_raw_event {
 
 /* User space and the BPF programs must agree on these to the byte. */
 _Static_assert(sizeof(struct sample_key) == 48, "sample_key layout");
-_Static_assert(sizeof(struct aperture_control) == 32, "aperture_control layout");
+_Static_assert(sizeof(struct aperture_control) == 40, "aperture_control layout");
 _Static_assert(sizeof(struct aperture_stack) == 8 + 8 * APERTURE_MAX_DEPTH, "aperture_stack layout");
 _Static_assert(sizeof(struct aperture_event) == 8, "aperture_event layout");
 _Static_assert(sizeof(struct aperture_raw_event) == 80, "aperture_raw_event layout");

@@ -76,6 +76,13 @@ int BPF_PROG(probe_sched_process_exec, struct task_struct *task)
 	return task->tgid != 0;
 }
 
+/* As control.bpf.h's target_fork reads both tasks. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(probe_sched_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	return parent->tgid != child->tgid;
+}
+
 SEC("tp_btf/contention_begin")
 int BPF_PROG(probe_contention, void *lock, unsigned int flags)
 {

@@ -22,16 +22,35 @@ fail() { _n=$((_n+1)); _failed=$((_failed+1)); echo "not ok $_n - $1"; shift; [ 
 ok() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name" "command failed: $*"; fi; }
 # is NAME GOT WANT
 is() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got '$2', want '$3'"; fi; }
-# is_within NAME WANT GOT TOLERANCE: |GOT - WANT| <= TOLERANCE (numbers, may be fractional)
+# is_number X: X is a decimal number (sign, fraction and exponent allowed; not empty, not "-" or "None")
+is_number() { [[ $1 =~ ^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]]; }
+# _not_numbers WHAT=VALUE...: the arguments whose VALUE is not a number, for a diagnostic (empty when all are)
+_not_numbers() { local a bad=; for a in "$@"; do is_number "${a#*=}" || bad+=" ${a%%=*}='${a#*=}'"; done; echo "${bad# }"; }
+# is_within NAME WANT GOT TOLERANCE: |GOT - WANT| <= TOLERANCE (numbers, may be fractional);
+# fails, saying which, when any of them is not a number
 is_within() {
-	if awk -v w="$2" -v g="$3" -v t="$4" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(g != "" && d <= t) }'; then
+	local bad
+	bad=$(_not_numbers want="$2" got="$3" tolerance="$4")
+	if [ -n "$bad" ]; then
+		fail "$1" "not a number: $bad"
+	elif awk -v w="$2" -v g="$3" -v t="$4" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= t) }'; then
 		pass "$1 ($3, want $2 +- $4)"
 	else
 		fail "$1" "got '$3', want $2 +- $4"
 	fi
 }
-# ge NAME GOT MIN
-ge() { if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g != "" && g >= m) }'; then pass "$1 ($2 >= $3)"; else fail "$1" "got '$2', want >= $3"; fi; }
+# ge NAME GOT MIN: GOT >= MIN; fails, saying which, when either is not a number
+ge() {
+	local bad
+	bad=$(_not_numbers got="$2" min="$3")
+	if [ -n "$bad" ]; then
+		fail "$1" "not a number: $bad"
+	elif awk -v g="$2" -v m="$3" 'BEGIN { exit !(g + 0 >= m + 0) }'; then
+		pass "$1 ($2 >= $3)"
+	else
+		fail "$1" "got '$2', want >= $3"
+	fi
+}
 done_testing() { echo "1..$_n"; exit $(( _failed > 0 )); }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 
@@ -154,6 +173,9 @@ unless_sanitized() {
 	shift
 	if [ -n "${APERTURE_SANITIZED:-}" ]; then skip "$2" "sanitizer build: $why"; else "$@"; fi
 }
+# proc_cpu_ns PID: the CPU time PID's live threads used so far, in ns (sum_exec_runtime from
+# /proc/PID/task/*/schedstat: exact, where utime and stime are tick samples)
+proc_cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "%.0f\n", t }'; }
 # idle_ticks: machine-wide idle time so far, in USER_HZ ticks (/proc/stat)
 idle_ticks() { awk '$1 == "cpu" { print $5; exit }' /proc/stat; }
 

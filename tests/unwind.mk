@@ -27,3 +27,8 @@ unwind: $(B)/cppdemo
 $(B)/cppdemo: $(UNWIND_SRC)/cppdemo.cc | $(B)
 	$(CXX) $(UNWIND_CFLAGS) -o $@ $<
 endif
+
+# The unwind-table builder's driver and a hostile .eh_frame generator, for tests/unit/cfi.t.
+unwind: $(B)/cfitest
+$(B)/cfitest: unit/cfitest.c $(APERTURE_LIB) | $(B)
+	$(CC) $(TEST_CFLAGS) -o $@ $^ $(APERTURE_LDLIBS)

@@ -388,11 +388,13 @@ int BPF_KPROBE(lookup_name_enter, void *out, void *owner, const char *name)
 {
 	struct gpu_thread *t = thread_get(true);
 
-	if (t) {
-		t->lookup.out = (__u64)out;
-		t->lookup.name = (__u64)name;
-		t->lookup.from_handle = 0;
+	if (!t) {
+		stat_inc(STAT_NAMES_LOST);	/* no thread storage: the handle goes unnamed */
+		return 0;
 	}
+	t->lookup.out = (__u64)out;
+	t->lookup.name = (__u64)name;
+	t->lookup.from_handle = 0;
 	return 0;
 }
 
@@ -402,11 +404,13 @@ int BPF_KPROBE(lookup_kernel_enter, void *out, void *kernel)
 {
 	struct gpu_thread *t = thread_get(true);
 
-	if (t) {
-		t->lookup.out = (__u64)out;
-		t->lookup.name = 0;
-		t->lookup.from_handle = (__u64)kernel;
+	if (!t) {
+		stat_inc(STAT_NAMES_LOST);	/* no thread storage: the handle goes unnamed */
+		return 0;
 	}
+	t->lookup.out = (__u64)out;
+	t->lookup.name = 0;
+	t->lookup.from_handle = (__u64)kernel;
 	return 0;
 }
 
@@ -443,7 +447,8 @@ int BPF_KRETPROBE(lookup_exit, long ret)
 	}
 	if (bpf_probe_read_user(&key.handle, sizeof(key.handle), (void *)out))
 		return 0;
-	bpf_map_update_elem(&gpu_names, &key, name, BPF_ANY);
+	if (bpf_map_update_elem(&gpu_names, &key, name, BPF_ANY))
+		stat_inc(STAT_NAMES_LOST);
 	return 0;
 }
 

@@ -221,6 +221,8 @@ static __always_inline void hold_begin(const struct aperture_control *ctl, struc
 		return;
 	}
 	h = held_slot(held, key->object);
+	if (h->lock && h->lock != key->object)	/* two held locks share the slot: the older goes untimed */
+		stat_inc(STAT_HOLDS_LOST);
 	if (h->lock)	/* another lock, or this one again: its raw event goes now */
 		held_release(ctl, h, key);
 	h->lock = key->object;

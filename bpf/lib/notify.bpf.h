@@ -9,6 +9,7 @@
 #define LIB_NOTIFY_BPF_H
 
 #include "lib/stats.bpf.h"
+#include "lib/control.bpf.h"
 
 /*
  * tgids already announced to user space.  LRU: an evicted tgid is announced
@@ -37,6 +38,8 @@ static __always_inline void process_seen(__u32 tgid)
 	bpf_map_update_elem(&seen_tgids, &tgid, &one, BPF_ANY);
 	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
 	if (!event) {
+		/* Not announced: its next event tries again (else no tables, no names, for its life). */
+		bpf_map_delete_elem(&seen_tgids, &tgid);
 		stat_inc(STAT_EVENTS_LOST);
 		return;
 	}
@@ -110,6 +113,7 @@ static __always_inline void raw_event_emit(const struct aperture_control *ctl, _
  * is announced (its own maps read) instead of passing for the old one.  The
  * leader's exit stands for the process's; threads left behind, if any, are
  * announced again, which costs user space one "already tracked" check.
+ * A followed child leaves the target set with its last thread (target_exit).
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(process_exit, struct task_struct *task)
@@ -118,6 +122,7 @@ int BPF_PROG(process_exit, struct task_struct *task)
 
 	if (task->pid == tgid)
 		bpf_map_delete_elem(&seen_tgids, &tgid);
+	target_exit(task);
 	return 0;
 }
 

@@ -15,8 +15,9 @@ ge "sleeper ran (calls)" "${calls:-0}" 200
 got=$(stack_weight "$TMP/ns.folded" ';sleep_50ms(;|$)')
 is_within "off-CPU ns of sleep_50ms within 10% of slept_ns" "${slept:-0}" "$got" "$((${slept:-0} / 10))"
 is "folded: valid lines" "$(folded_bad_lines "$TMP/ns.folded")" 0
-ge "sleep_50ms stacks go through the kernel's nanosleep" \
-	"$(stack_weight "$TMP/ns.folded" ';sleep_50ms;.*nanosleep[a-z_0-9]*_\[k\];.*schedule[a-z_]*_\[k\]')" "$((${slept:-1} / 2))"
+# Every one of sleep_50ms's blocks is its nanosleep: >= 90% of slept_ns through the kernel's nanosleep.
+ge "sleep_50ms stacks go through the kernel's nanosleep (>= 90% of slept_ns)" \
+	"$(stack_weight "$TMP/ns.folded" ';sleep_50ms;.*nanosleep[a-z_0-9]*_\[k\];.*schedule[a-z_]*_\[k\]')" "$((${slept:-0} * 9 / 10))"
 ok "summary line on stderr" grep -qE '^aperture: offcpu: ' "$TMP/ns.err"
 
 # 2. --weight switches: one switch per nanosleep call.

@@ -223,6 +223,7 @@ ok "layout mismatch names --unpin" grep -q -- '--unpin' "$TMP/mismatch.err"
 prog_ids=$(for l in "$DIR"/oncpu_link_* "$DIR"/*_folded "$DIR/processes"; do [ -e "$l" ] && bpftool -j link show pinned "$l" | grep -o '"prog_id":[0-9]*' | cut -d: -f2; done | sort -u | tr '\n' ' ')
 map_ids=$(for m in control target_pids oncpu_totals oncpu_stacks oncpu_counts_0; do bpftool -j map show pinned "$DIR/$m" | grep -o '"id":[0-9]*' | head -1 | cut -d: -f2; done | tr '\n' ' ')
 ok "found the pinned programs' ids ($prog_ids)" test -n "${prog_ids// /}"
+is "found the 5 pinned maps' ids ($map_ids)" "$(wc -w <<<"$map_ids")" 5
 run_ap unpin run --unpin --pin "$DIR"
 is "--unpin exits 0" "$AP_RC" 0
 ok "pin directory gone" test ! -e "$DIR"

@@ -86,8 +86,13 @@ run_ap dump dump --pin "$DIR" oncpu
 is "aperture dump exits 0" "$AP_RC" 0
 ok "dump lines are folded stacks" test "$(folded_bad_lines "$TMP/dump.out")" -eq 0
 ge "dump: the target's samples" "$(awk -F';' '$1 == "cpuburn" { n = split($NF, a, " "); t += a[n] } END { print t + 0 }' "$TMP/dump.out")" 100
-"$CTL" -d "$DIR" dump oncpu > "$TMP/ctl.folded"
-ok "aperture-ctl dump falls back to aperture dump" test -s "$TMP/ctl.folded"
+# Paused, the totals hold still: aperture-ctl's dump must then be aperture dump's, line for line.
+"$CTL" -d "$DIR" pause >/dev/null; sleep 0.2
+"$APERTURE" dump --pin "$DIR" oncpu > "$TMP/dump.paused" 2>&1
+APERTURE="$APERTURE" "$CTL" -d "$DIR" dump oncpu > "$TMP/ctl.folded"
+"$CTL" -d "$DIR" resume >/dev/null
+ok "aperture-ctl dump falls back to aperture dump: the same lines ($(wc -l < "$TMP/ctl.folded"))" \
+	diff "$TMP/dump.paused" "$TMP/ctl.folded"
 run_ap sym dump --pin "$DIR" --symbolize oncpu
 ok "dump --symbolize names user frames" grep -q '^cpuburn;.*;burn_thread;burn_50' "$TMP/sym.out"
 ok "dump names kernel frames" grep -q '^dd;.*[a-z]_\[k\]' "$TMP/sym.out"

@@ -105,20 +105,29 @@ ap_ok "--locks --lock-hold --events" hold record --locks --lock-hold --lock-thre
 if grep -q '^  fentry  *yes' <("$APERTURE" doctor 2>/dev/null); then kline=0; else kline=1; fi
 is "kernel holds without trampolines: one line says so" "$(grep -c 'no kernel lock hold times' "$TMP/hold.err")" "$kline"
 "$APERTURE" events --json "$TMP/hold.ev" >"$TMP/hold.json"
+# holds EXPR: EXPR of h, the sorted hold times of big_lock's records (lockburn prints its
+# address): where fentry loads, kernel locks held by lockburn's threads (short) have records too.
+lock_addr=$(kv "$TMP/hold.out" lock_addr)
 holds() { /usr/bin/python3 -c '
 import json, sys
-h = sorted(next(iter(json.loads(l).values()))["hold_time_ns"] for l in open(sys.argv[1]))
-h = [x for x in h if x]
-print(eval(sys.argv[2]))' "$TMP/hold.json" "$1"; }
-diag "holds: $(holds '"%d timed, min %d, median %d, max %d ns" % (len(h), h[0], h[len(h) // 2], h[-1]) if h else "none"')"
+ev = [next(iter(json.loads(l).values())) for l in open(sys.argv[1])]
+h = sorted(e["hold_time_ns"] for e in ev if e["hold_time_ns"] and str(e["lock_addr"]) == sys.argv[3])
+other = sum(1 for e in ev if e["hold_time_ns"] and str(e["lock_addr"]) != sys.argv[3])
+print(eval(sys.argv[2]))' "$TMP/hold.json" "$1" "${lock_addr:-none}"; }
+diag "holds of big_lock (at $lock_addr): $(holds '"%d timed, min %d, median %d, max %d ns" % (len(h), h[0], h[len(h) // 2], h[-1]) if h else "none"')"
 ge "Lock records with a hold time" "$(holds 'len(h)')" 50
-# (One run in CI under the sanitizer build, on a loaded machine, had a hold under 50 us, not
-#  explained yet: at most 1% may be, and how many is said.)
-diag "holds under 50 us: $(holds 'len([x for x in h if x < 50000])')"
-ok "the holds cover the 50 us critical section (at most 1% under)" \
-	test "$(holds 'len([x for x in h if x < 50000]) * 100 <= len(h) and len(h) > 0')" = True
-ok "the median hold is the critical section, not more (50..500 us)" \
-	awk -v m="$(holds 'h[len(h) // 2] if h else 0')" 'BEGIN { exit !(m >= 50000 && m <= 500000) }'
+# Other locks' holds: kernel ones, only where fentry loads (the probe's answer picks the outcome).
+if [ "$kline" = 1 ]; then
+	is "no fentry: no hold of another lock" "$(holds 'other')" 0
+else
+	diag "fentry: $(holds 'other') holds of other (kernel) locks, not counted above"
+	skip "no fentry: no hold of another lock" "fentry loads here: kernel holds have records"
+fi
+ge "every hold of big_lock covers the 50 us critical section" "$(holds 'h[0] if h else "none"')" 50000
+# 50 us spun under the lock, plus the clock reads and the uprobe on unlock (measured: 51.9 us);
+# a holder preempted in its section lasts longer, but not half of them.
+ok "the median hold is the critical section, not more (50..100 us)" \
+	awk -v m="$(holds 'h[len(h) // 2] if h else 0')" 'BEGIN { exit !(m >= 50000 && m <= 100000) }'
 # The aggregate and the records come from the same unlocks (every wait is over 1 us).
 is_within "the hold total in the profile = the records' holds (1%)" "$(holds 'sum(h)')" \
 	"$(lock_weight "$TMP/hold.folded" '^big_lock:pthread_mutex$')" "$(( $(holds 'sum(h)') / 100 ))"
@@ -132,6 +141,13 @@ kernel_locks_seen "uncontended under --lock-hold" "$TMP/uhold.folded"
 is "uncontended under --lock-hold: every entry (if any) is a kernel lock under kernel frames" \
 	"$(not_kernel_lock_lines "$TMP/uhold.folded")" 0
 diag "uprobe cost: 100k uncontended pairs took $(kv "$TMP/uhold.out" ns) ns under --lock-hold, $(kv "$TMP/unc.out" ns) ns for 10M without"
+# Two contended locks held at once whose addresses share a thread's held slot
+# (lockburn nested picks them so): the outer one's hold goes untimed, counted.
+ap_ok "--lock-hold, nested locks sharing a slot" nested record --locks --lock-hold -d 30 -o "$TMP/nested.folded" \
+	-- "$WL/lockburn" nested 3
+ge "holds lost to a shared slot: counted in the end line" \
+	"$(sed -n 's/.*holds lost (slot taken by another lock): \([0-9]*\).*/\1/p' "$TMP/nested.err")" 1
+ok "one lock at a time loses no hold" sh -c "! grep -q 'holds lost' '$TMP/hold.err'"
 
 # 9. Runqueue locks are named by CPU: lock_rq_collect runs on each CPU and
 #    takes the runqueue of whatever task is current there.  Checked against the

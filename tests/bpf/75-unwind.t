@@ -59,8 +59,11 @@ ge "lib_c: >= 99% show main;nofp_lib_a;lib_b;lib_c" \
 # 3. A tiny library function called through the PLT 100M times a second:
 #    samples in the PLT stub (the CFA expression) and in the callee unwind too.
 ap_ok "nofp plt" plt record -F 499 -d 30 -o "$TMP/plt.folded" -- "$WL/nofp" plt 3
+# The samples of the loop: in plt_loop, in nofp_lib_tiny, or in the PLT stub between them (named
+# _init, the symbol before .plt).  The process's start and exit (puts, exit_group: 1-2 samples a
+# run) are not under plt_loop and are not counted.  Measured: 100.00% in 6 runs of 650-1100 samples.
 ge "every frame under plt_loop: >= 99% reach main" \
-	"$(chain_share "$TMP/plt.folded" '.' "${ROOT}plt_loop(;|\$)")" 97
+	"$(chain_share "$TMP/plt.folded" '^(plt_loop|nofp_lib_tiny|_init)$' "${ROOT}plt_loop(;|\$)")" 99
 ge "samples in nofp_lib_tiny or its PLT stub" "$(stack_weight "$TMP/plt.folded" ';plt_loop;[^;]+$')" 10
 
 # 4. A signal handler: through __restore_rt's ucontext to the interrupted frame.
@@ -89,8 +92,14 @@ want=""
 for f in main chain_a chain_b chain_c spin_until; do want="$want;nofp_stripped[+]0x$(addr $f)"; done
 ge "stripped: >= 97% of the samples are main..spin_until named by function start" \
 	"$(chain_share "$TMP/strip.folded" '.' "^nofp_stripped;.*$want\$")" 97
+# Named per address, a function would be many frames (nofp_stripped+0x<each address sampled>).
+nm "$WL/nofp" | awk '$2 ~ /^[tT]$/ { sub(/^0+/, "", $1); print "nofp_stripped+0x" $1 }' | sort -u >"$TMP/starts"
+sed 's/ [0-9]*$//' "$TMP/strip.folded" | tr ';' '\n' | grep '^nofp_stripped+0x' | sort -u >"$TMP/strip.frames"
+is "stripped: every nofp_stripped+0x frame is a function's start" \
+	"$(comm -23 "$TMP/strip.frames" "$TMP/starts" | head -5 | tr '\n' ' ')" ""
 is "stripped: spin_until is one frame, not one per address" \
-	"$(count_frames "$TMP/strip.folded" '^nofp_stripped\+0x' | awk '{ print ($1 > 0) }')" 1
+	"$(awk '{ sub(/ [0-9]+$/, ""); gsub(/;[^;]*_\[k\]/, ""); n = split($0, fr, ";"); if (fr[n - 1] == "nofp_stripped+0x'"$(addr chain_c)"'") print fr[n] }' \
+		"$TMP/strip.folded" | sort -u | tr '\n' ' ')" "nofp_stripped+0x$(addr spin_until) "
 
 # 8. Debian's binaries as installed: >= 95% of samples reach __libc_start_call_main or _start.
 reach() { pct "$(stack_weight "$1" "^$2;.*(;__libc_start_call_main;|;_start;)")" "$(stack_weight "$1" "^$2;")"; }
@@ -161,4 +170,41 @@ fi
 # 11. A bad mode is a usage error.
 run_ap badmode record --unwind sideways -d 1
 is "--unwind with a bad value exits 2" "$AP_RC" 2
+# 12. A new-process notification lost to a full ring buffer is tried again at
+#     the process's next event: otherwise it never gets tables (nor names once
+#     it exits).  Test-only settings: a 4 KiB events ring, left unread while a
+#     hold file exists, that a flood of raw Syscall records fills.  A copy of
+#     nofp started meanwhile has its notifications refused; then the flood
+#     stops and the ring is read: its later samples must unwind whole.
+#     (Unfixed: all of its samples stayed [before-unwind-tables].)
+cp "$WL/nofp" "$TMP/lostann"
+cp "$WL/libnofp.so" "$TMP/"
+touch "$TMP/hold"
+bg "$WL/sysburn" 0 0 0 100000000
+flood=$BG_PID
+APERTURE_TEST_EVENTS_RING_BYTES=4096 APERTURE_TEST_EVENTS_HOLD="$TMP/hold" bg "$APERTURE" record --oncpu \
+	--syscalls --syscall-filter getrandom --syscall-threshold-us 1 --events "$TMP/lost.ev" -F 499 \
+	--unwind dwarf -d 14 -o "$TMP/lost.folded" --top 0 >"$TMP/lost.out" 2>"$TMP/lost.err"
+ap=$BG_PID
+sleep 3	# the profilers attached (about 1 s; more under a sanitizer)
+"$TMP/lostann" chain 8 >/dev/null &
+lostann=$!
+sleep 1.5
+kill "$flood"
+rm "$TMP/hold"
+wait "$lostann" "$ap"
+diag "$(grep -E '^aperture: (oncpu|events):' "$TMP/lost.err")"
+ge "notifications were lost to the full ring" \
+	"$(sed -n 's/^aperture: oncpu: .*notifications lost: \([0-9]*\).*/\1/p' "$TMP/lost.err")" 1
+lost_total=$(stack_weight "$TMP/lost.oncpu.folded" '^lostann;')
+lost_before=$(stack_weight "$TMP/lost.oncpu.folded" '^lostann;\[before-unwind-tables\]')
+diag "lostann: $lost_total samples, $lost_before before its tables"
+ge "lostann was sampled" "$lost_total" 200
+ge "it was walked before its tables while the ring was full (>= 10%)" "$(pct "$lost_before" "$lost_total")" 10
+ge "then announced: >= 20% of its samples after its tables" \
+	"$(pct "$((lost_total - lost_before))" "$lost_total")" 20
+ge "spin_until after its tables: >= 99% show main;chain_a;chain_b;chain_c" \
+	"$(chain_share "$TMP/lost.oncpu.folded" '^spin_until$' \
+	   '^lostann;_start;__libc_start_main;__libc_start_call_main;main;chain_a;chain_b;chain_c;spin_until$')" 99
+
 done_testing

@@ -82,22 +82,37 @@ printf 'pin = %s\nprofilers = oncpu\npid = %s\ninterval = 1s\n' "$DIR" "$A" >"$C
 DAEMON=$!; _bg_pids+=("$DAEMON")
 for ((i = 0; i < 100; i++)); do [ -e "$DIR/oncpu_active" ] && break; sleep 0.1; done
 ok "daemon started from the config file" test -e "$DIR/oncpu_active"
+# samples_at_99hz NS: what NS of CPU time give at the daemon's 99 Hz (-F, the default)
+samples_at_99hz() { awk -v t="$1" 'BEGIN { printf "%.0f\n", t / 1e9 * 99 }'; }
+a0=$(proc_cpu_ns "$A")
 targets() { "$CTL" -d "$DIR" status | awk '$1 == "target_pids" { print $2 }'; }
 comm_weight() { APERTURE="$APERTURE" "$CTL" -d "$DIR" dump oncpu | awk -v c="$1" -F';' '$1 == c { n = split($NF, a, " "); t += a[n] } END { print t + 0 }'; }
 is "the file's pid is the target" "$(targets)" "$A"
 sleep 2
-before_a=$(comm_weight burn_a)
+before_a=$(comm_weight burn_a); a1=$(proc_cpu_ns "$A")
 printf 'pin = %s\nprofilers = oncpu\npid = %s\nfrequency = 49\nuser-only = true\ninterval = 1s\n' "$DIR" "$B" >"$CONF"
 kill -HUP "$DAEMON"; sleep 1.5
 ok "SIGHUP: the daemon lives on" kill -0 "$DAEMON"
 is "SIGHUP: the new target set" "$(targets)" "$B"
 ok "SIGHUP: the filter applied (stack_mode user)" sh -c "'$CTL' -d '$DIR' status | grep -Eq '^stack_mode +1'"
 ok "SIGHUP: freq named as needing the programs loaded again" grep -q "reload: --freq 49 (loaded: 99): not applied.*--unpin" "$TMP/daemon.err"
+b0=$(proc_cpu_ns "$B"); b_before=$(comm_weight burn_b)
 sleep 2
 after_a=$(comm_weight burn_a)
+b1=$(proc_cpu_ns "$B"); b_after=$(comm_weight burn_b)
 ge "SIGHUP: the totals of the old target are kept" "$after_a" "$before_a"
-ge "  and counted before the reload" "$before_a" 1
-ge "SIGHUP: the new target is counted" "$(comm_weight burn_b)" 1
+# Known: burn_a's CPU time while it was the target (proc_cpu_ns) at 99 Hz.  At least
+# 60% of it (the daemon's start overlaps the first ticks), at most all of it + 30% + 3 samples
+# (samples of a task that gets a fifth of a CPU in short slices scatter by about the square root).
+diag "burn_a: $((a1 - a0)) ns of CPU before the reload ($(samples_at_99hz $((a1 - a0))) samples at 99 Hz); burn_b: $((b1 - b0)) ns in 2 s after it"
+ge "  and counted before the reload: >= 60% of burn_a's CPU time x 99 Hz" "$before_a" \
+	"$(samples_at_99hz $(( (a1 - a0) * 6 / 10 )))"
+ok "  and not more than its CPU time allows ($before_a <= $(samples_at_99hz $(( (a1 - a0) * 13 / 10 + 30000000 ))))" \
+	test "$before_a" -le "$(samples_at_99hz $(( (a1 - a0) * 13 / 10 + 30000000 )))"
+ge "SIGHUP: the new target is counted: >= 60% of burn_b's CPU time x 99 Hz over 2 s" "$((b_after - b_before))" \
+	"$(samples_at_99hz $(( (b1 - b0) * 6 / 10 )))"
+ok "  and not more than its CPU time allows ($((b_after - b_before)) <= $(samples_at_99hz $(( (b1 - b0) * 13 / 10 + 30000000 ))))" \
+	test "$((b_after - b_before))" -le "$(samples_at_99hz $(( (b1 - b0) * 13 / 10 + 30000000 )))"
 echo "frequency = slow" >>"$CONF"
 kill -HUP "$DAEMON"; sleep 1.5
 ok "a bad file on SIGHUP: FILE:LINE said" grep -q "$CONF:7: -F: 'slow'" "$TMP/daemon.err"

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # aperture run --output-dir DIR --interval S: one profile per interval per
 # kind, decodable, mode 0600, no temporary file left; a symlink planted under
-# the coming names is not followed; --keep-files N keeps the newest N.
+# the coming names is not followed; --keep-files N keeps the newest N; a
+# directory others can write to is refused, and rotation deletes only what
+# aperture wrote.
 . "$(dirname "$0")/../lib.sh"
 require_root
 require_aperture
@@ -77,6 +79,29 @@ ok "  the newest kept (written at the stop)" test "$(stat -c %Y "$newest")" -ge 
 rm -rf "$OUT"
 daemon keepmb 3 --output-dir "$OUT" --interval 1s --keep-mb 1
 ge "--keep-mb 1: files kept while under 1 MiB" "$(ls "$OUT"/oncpu-*.pb.gz | wc -l)" 2
+# 4. A shared directory is refused (another user could fill it or swap a file under rotation),
+#    and rotation deletes only files aperture wrote (owner and mode 0600).
+rm -rf "$OUT"; mkdir -m 1777 "$OUT"
+daemon shared 0 --output-dir "$OUT" --interval 1s
+is "a directory others can write to is refused" "$DAEMON_RC" 1
+ok "  with one line naming the fix" grep -q "output-dir $OUT: writable by group or others: use a directory of your own that only you can write to (mkdir -m 700 DIR)" "$TMP/shared.err"
+chmod 700 "$OUT"; chown nobody "$OUT"
+daemon foreign 0 --output-dir "$OUT" --interval 1s
+is "a directory of another user is refused" "$DAEMON_RC" 1
+ok "  with one line naming the fix" grep -q "output-dir $OUT: not owned by this user: use a directory of your own" "$TMP/foreign.err"
+rm -rf "$OUT"; mkdir -m 700 "$OUT"
+for f in oncpu-20000101T000000Z.pb.gz oncpu-20000101T000001Z.pb.gz oncpu-20000101T000002Z.pb.gz; do
+	echo old >"$OUT/$f"
+	touch -d '2000-01-01' "$OUT/$f"
+done
+chmod 644 "$OUT/oncpu-20000101T000000Z.pb.gz"			# not our mode
+chown nobody "$OUT/oncpu-20000101T000001Z.pb.gz"; chmod 600 "$OUT/oncpu-20000101T000001Z.pb.gz"	# not our owner
+chmod 600 "$OUT/oncpu-20000101T000002Z.pb.gz"			# as aperture writes them
+daemon keepown 2.5 --output-dir "$OUT" --interval 1s --keep-files 1
+is "rotation keeps a file of another mode" "$(cat "$OUT/oncpu-20000101T000000Z.pb.gz" 2>/dev/null)" old
+is "rotation keeps a file of another owner" "$(cat "$OUT/oncpu-20000101T000001Z.pb.gz" 2>/dev/null)" old
+ok "rotation deletes an old file of ours" test ! -e "$OUT/oncpu-20000101T000002Z.pb.gz"
+is "  and keeps 1 of its own" "$(find "$OUT" -name 'oncpu-*.pb.gz' ! -name 'oncpu-2000*' -user root -perm 600 | wc -l)" 1
 run_ap badfmt run --pin "$PIN" --output-dir "$OUT" --output-format skywalking
 is "--output-format skywalking refused: exit 2" "$AP_RC" 2
 run_ap badint run --pin "$PIN" --interval 0s

@@ -28,11 +28,12 @@ declare -A SRCS=(
 	[config]="$F/fuzz_config.c $F/fuzz_config_daemon.c $U/lib/config.c $U/lib/cli.c $U/skywalking/agent_opts.c"
 	[maps]="$F/fuzz_maps.c $F/fuzz_maps_unwind.c $F/fuzz_maps_lib.c $SYMS"
 	[perfmap]="$F/fuzz_perfmap.c $SYMS"
+	[open]="$F/fuzz_open.c $SYMS $U/lib/safe_open.c"
 	[kallsyms]="$F/fuzz_kallsyms.c $U/symbolize/kallsyms.c $U/symbolize/symtab.c"
 	[elf]="$F/fuzz_elf.c $SYMS"
 	[events]="$F/fuzz_events.c $U/cmd/events.c $U/export/bincode.c"
 )
-TARGETS=${*:-commands grpc config maps perfmap kallsyms elf events}
+TARGETS=${*:-commands grpc config maps perfmap open kallsyms elf events}
 for t in $TARGETS; do
 	[ -n "${SRCS[$t]}" ] || { echo "build.sh: no target $t" >&2; exit 2; }
 	# shellcheck disable=SC2086 # word splitting of the lists is meant

@@ -3,11 +3,12 @@
  * fuzz_maps's other readers: the data-symbol search (datasym.c, `--lock-hold`
  * names of lock addresses) and the search for a mapped library (procmaps.c,
  * libc for uprobes, libcuda).  Both .c files are included for their static
- * functions.  The library search is checked against the bytes: the file it
- * names is the first line's that holds one.
+ * functions.  The line parser every maps reader shares is checked against the
+ * bytes: a path is the field after the inode, never a '/' of another field.
  */
 #include "../../user/symbolize/datasym.c"
 #include "../../user/lib/procmaps.c"
+#include <ctype.h>
 
 void fuzz_lib_maps(FILE *f, const uint8_t *data, size_t size);
 
@@ -22,35 +23,39 @@ static bool libc_file(const char *path)
 }
 
 /*
- * What proc_mapped_file must answer with any_file, from the bytes themselves:
- * the first line holding a '/' whose path fits in @len, from that '/' to the
- * line's end.  False when there is none.
+ * What maps_line_parse must answer, from the bytes themselves: a path it
+ * calls a file's starts with '/', is the rest of the line, and follows the
+ * inode field (a digit, then blanks): never a '/' inside another field, such
+ * as an anonymous mapping's name "[anon:/x/libcuda.so.1]".
  */
-static bool first_mapped_file(const uint8_t *data, size_t size, char *path, size_t len)
+static void check_line(const char *line, const struct maps_line *m)
 {
-	for (size_t at = 0; at < size;) {
-		const uint8_t *nl = memchr(data + at, '\n', size - at);
-		size_t end = nl ? (size_t)(nl - data) : size;
-		const uint8_t *slash = memchr(data + at, '/', end - at);
-		int n = slash ? (int)(end - (size_t)(slash - data)) : 0;
+	const char *p = m->path;
 
-		/* A NUL ends a line's text, as it ends the C string the reader looks at. */
-		if (slash && !memchr(data + at, 0, (size_t)(slash - data) - at)) {
-			n = (int)strnlen((const char *)slash, (size_t)n);
-			if (snprintf(path, len, "/proc/1/root%.*s", n, slash) < (int)len)
-				return true;
-		}
-		at = end + 1;
-	}
-	return false;
+	if (!maps_line_is_file(m))
+		return;
+	if (m->path[0] != '/' || !m->ino || m->path <= line || strchr(m->path, '\n'))
+		abort();
+	while (p > line && isspace((unsigned char)p[-1]))
+		p--;
+	if (p == m->path || p == line || !isdigit((unsigned char)p[-1]))
+		abort();	/* the path does not follow the inode */
+}
+
+static bool no_open(const struct mapped_file *file, void *ctx)
+{
+	abort();	/* pid 0 has no root: nothing is opened */
 }
 
 void fuzz_lib_maps(FILE *f, const uint8_t *data, size_t size)
 {
 	static const uint64_t addrs[] = { 0, 0x7f0000001000, UINT64_MAX };
 	struct file_map below, base;
-	char path[PATH_MAX], want[PATH_MAX], tiny[24];
-	bool found;
+	struct maps_line m;
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned int refused = 0, files = 0;
+	char *last = NULL;
 
 	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
 		memset(&below, 0, sizeof(below));
@@ -58,9 +63,24 @@ void fuzz_lib_maps(FILE *f, const uint8_t *data, size_t size)
 		find_maps_in(f, addrs[i], &below, &base);
 		rewind(f);
 	}
-	found = mapped_file_in(f, 1, any_file, path, sizeof(path));
-	if (found != first_mapped_file(data, size, want, sizeof(want)) || (found && strcmp(path, want)))
-		abort();	/* a file that no line of the input names */
+	/* Each line as every reader parses it; the runs of file names any_file matches. */
+	while (getline(&line, &cap, f) > 0) {
+		if (!maps_line_parse(line, &m))
+			continue;
+		check_line(line, &m);
+		if (last && strcmp(m.path, last) == 0)
+			continue;
+		free(last);
+		last = strdup(m.path);
+		files++;
+	}
+	free(last);
+	free(line);
 	rewind(f);
-	mapped_file_in(f, 1, libc_file, tiny, sizeof(tiny));
+	/* pid 0: every name that matches is refused (none can be opened), one per run of lines. */
+	mapped_files_in(f, 0, any_file, no_open, NULL, &refused);
+	if (refused != files)
+		abort();
+	rewind(f);
+	mapped_files_in(f, 0, libc_file, no_open, NULL, &refused);
 }

@@ -9,6 +9,9 @@
   config          the README's config files, the agent's, and bad ones
   maps            /proc/PID/maps: a typical process, odd names, this process's own
   perfmap         JIT perf maps (JVM, V8 forms; recompiled, sizeless entries)
+  open            paths into fuzz_open's tree (a FIFO, a device, a socket, a
+                  sparse file, symlinks in and out of it, "..", a loop); the
+                  first byte also picks the kind of the child's perf map
   kallsyms        /proc/kallsyms excerpts (modules, aliases, hidden addresses)
                   and /sys/kernel/notes with a build id
   elf             tiny binaries built here with gcc: static (no .eh_frame_hdr),
@@ -165,6 +168,19 @@ ffffffffc0a00100 T nft_register_chain_type	[nf_tables]
 
 def notes(build_id):
     return struct.pack("<III", 4, len(build_id), 3) + b"GNU\0" + build_id
+
+
+OPEN_PATHS = {"ok": "ok", "fifo": "fifo", "dev": "dev", "sock": "sock", "big": "big", "dir": "dir",
+              "link_rel": "link_rel", "link_abs": "link_abs", "link_zero": "link_zero", "link_up": "link_up/ok",
+              "link_loop": "link_loop", "link_fifo": "link_fifo", "link_dir": "link_dir/inner",
+              "dir_back": "dir/link_back", "dir_root": "dir/link_root/etc/passwd", "self_fd": "link_self_fd",
+              "dotdot": "dir/../ok", "tmp_up": "tmp/../link_up/../ok", "empty": "", "slashes": "//ok",
+              "dot": "./ok", "perfmap_file": "\x000 10 jitfn\n", "perfmap_lines": "\x07ffff 1 a\nzz\n"}
+
+
+def open_seeds(top):
+    for name, path in OPEN_PATHS.items():
+        write(top, "open", name, path)
 
 
 def kallsyms_seeds(top):
@@ -381,7 +397,7 @@ def events_seeds(top):
 
 
 SEEDS = {"commands": oap_seeds, "grpc": oap_seeds, "config": config_seeds, "maps": maps_seeds,
-         "perfmap": perfmap_seeds, "kallsyms": kallsyms_seeds, "elf": elf_seeds, "events": events_seeds}
+         "perfmap": perfmap_seeds, "open": open_seeds, "kallsyms": kallsyms_seeds, "elf": elf_seeds, "events": events_seeds}
 
 
 def main():

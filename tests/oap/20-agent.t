@@ -78,7 +78,8 @@ is "ON_CPU: symbols leaf first" "$(val "$T" leaf_order_bad)" 0
 is_within "ON_CPU: oap_hot_a share" 70 "$(val "$T" share_oap_hot_a)" 10
 is_within "ON_CPU: oap_hot_b share" 30 "$(val "$T" share_oap_hot_b)" 10
 is_within "ON_CPU: ran for FixedTriggerDuration (ms)" 6000 "$(val "$T" span_ms)" 1200
-is_within "ON_CPU: started when fetched (ms after TaskStartTime)" 1000 "$(val "$T" start_delay_ms)" 1500
+# The agent asks for tasks every second (--task-interval 1): it starts within that of TaskStartTime, never before.
+is_within "ON_CPU: started when fetched (0 to 2.5 s after TaskStartTime, ms)" 1250 "$(val "$T" start_delay_ms)" 1250
 
 T=$TMP/offcpu
 $PY "$OAPDIR/analyze.py" task "$REC" OFF_CPU > "$T"

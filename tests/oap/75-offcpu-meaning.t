@@ -41,9 +41,14 @@ agent_run blocked --state blocked --min-block-us 1
 ge "--state blocked: the sleeper's switches" "$(val "$TMP/blocked.sum" count_oap_nap)" 500
 is "--state blocked: no preemption counted" "$(preempted "$TMP/blocked.sum")" 0
 
-"$APERTURE" record --offcpu --top 0 -p "$OAP_BURN" -d 2 -o "$TMP/rec.folded" 2> "$TMP/rec.log"
-is "record exits 0" "$?" 0
-ge "record: the sleeper's off-CPU time" "$(stack_weight "$TMP/rec.folded" ';oap_nap;')" 1
+run_ap rec record --offcpu --top 0 -p "$OAP_BURN" -d 2 -o "$TMP/rec.folded"
+is "record exits 0" "$AP_RC" 0
+# The sleeper thread is in oap_nap's 2 ms sleeps nearly all the time: ~2e9 ns of the 2 s window,
+# at least 60% of it, and no more than aperture's whole run allows (one thread).
+nap_ns=$(stack_weight "$TMP/rec.folded" ';oap_nap;')
+ge "record: the sleeper's off-CPU time, >= 60% of the 2 s window (ns)" "$nap_ns" 1200000000
+ok "record: ... and not more than aperture ran ($nap_ns ns in $AP_SECS s)" \
+	awk -v n="$nap_ns" -v s="$AP_SECS" 'BEGIN { exit !(n <= s * 1e9) }'
 is "record keeps its default (blocked sleeps only): no preemption" \
 	"$(stack_weight "$TMP/rec.folded" ';oap_hot_[ab](;|$)')" 0
 done_testing

@@ -143,6 +143,9 @@ class State:
         self.last_create = 0
         self.agents = set()
         self.streams = 0
+        self.flood_sent = 0             # commands, the ids one included
+        self.flood_tasks_sent = 0
+        self.ids_sent = False
 
     @staticmethod
     def parse_task(spec):
@@ -223,10 +226,50 @@ class State:
             if self.args.ghost:
                 self.store_ghost(agent_id)
 
+    # ---- a hostile OAP (--flood-tasks, --flood-ids): not what the OAP does ----
+    #
+    # What a plaintext OAP (or anyone on the path) may answer queryTasks with:
+    # commands of the real form (EBPFProfilingTaskCommand.serialize, apache/skywalking
+    # 5839d2ad, apm-protocol/apm-network/.../command/EBPFProfilingTaskCommand.java) but
+    # in numbers and sizes the agent must bound.  Their TaskStartTime is far ahead:
+    # the OAP takes any start time (EBPFProfilingMutationService.createTask only
+    # replaces one <= 0 with now), and a pending task is held until it starts.
+
+
+    def flood_commands(self, processes):
+        """The next flood commands for this agent's first process; [] once all were sent."""
+        if not processes:
+            return []
+        commands = []
+        if self.args.flood_ids and not self.ids_sent:
+            # One command whose ProcessId is ~16 MiB of short ids, starting now.
+            self.ids_sent = True
+            n = (15 << 20) // 8
+            ids = ",".join("x%06x" % i for i in range(n))
+            task = {"logical_id": "flood-ids", "last_update_time": now_ms(), "trigger": "FIXED_TIME",
+                    "target": "ON_CPU", "start_time": now_ms(), "duration": 60}
+            self.flood_sent += 1
+            return [self.command(task, [ids])]
+        left = self.args.flood_tasks - self.flood_tasks_sent
+        now = now_ms()
+        for i in range(min(left, self.args.flood_per_reply)):
+            task = {"logical_id": "flood-%d" % (self.flood_tasks_sent + i), "last_update_time": now,
+                    "trigger": "FIXED_TIME", "target": "ON_CPU", "start_time": now + self.args.flood_ahead_ms,
+                    "duration": 60}
+            commands.append(self.command(task, [processes[0]["id"]]))
+        self.flood_sent += len(commands)
+        self.flood_tasks_sent += len(commands)
+        return commands
+
+    def flood_done(self):
+        return self.flood_tasks_sent >= self.args.flood_tasks and (self.ids_sent or not self.args.flood_ids)
+
     # ---- tasks (EBPFProfilingMutationService.createTask) ----
 
     def create_due_tasks(self):
         now = now_ms()
+        if self.args.tasks_after_flood and not self.flood_done():
+            return
         stored = self.stored(now)
         for spec in self.specs:
             if spec["done"]:
@@ -288,10 +331,14 @@ class State:
 
     # ---- queryTasks (EBPFProfilingServiceHandler) ----
 
-    def query_tasks(self, agent_id, latest_update_time):
+    def agent_processes(self, agent_id):
+        """JDBCMetadataQueryDAO.listProcesses: the agent's stored processes of the last minutes."""
         now = now_ms()
-        processes = [p for p in self.stored(now) if p["agent_id"] == agent_id
-                     and now - p["last_ping"] <= QUERY_TASK_PROCESSES_RANGE_MS]
+        return [p for p in self.stored(now) if p["agent_id"] == agent_id
+                and now - p["last_ping"] <= QUERY_TASK_PROCESSES_RANGE_MS]
+
+    def query_tasks(self, agent_id, latest_update_time):
+        processes = self.agent_processes(agent_id)
         if not processes:
             return []
         services = {p["service_id"] for p in processes}
@@ -397,7 +444,8 @@ def make_handlers(state):
         reply = Command_pb2.Commands()
         with state.lock:
             commands = state.query_tasks(req.roverInstanceId, req.latestUpdateTime)
-        for args in commands:
+            flood = [] if state.flood_done() else state.flood_commands(state.agent_processes(req.roverInstanceId))
+        for args in commands + flood:
             c = reply.commands.add()
             c.command = "EBPFProfilingTaskQuery"
             for k, v in args:
@@ -405,6 +453,9 @@ def make_handlers(state):
                 a.key, a.value = k, v
         state.record({"event": "commands", "latestUpdateTime": req.latestUpdateTime,
                       "commands": [dict(args) for args in commands]})
+        if flood:
+            state.record({"event": "flood", "commands": len(flood), "bytes": reply.ByteSize(),
+                          "sent": state.flood_sent})
         return reply
 
     def collect(req_iter, context):
@@ -494,6 +545,17 @@ def main():
     ap.add_argument("--ghost", metavar="SERVICE",
                     help="store a process of SERVICE for each agent at its first call, as if it had "
                          "reported one that exited since")
+    ap.add_argument("--flood-tasks", type=int, default=0,
+                    help="hostile: answer queryTasks with N distinct tasks in all, each for the "
+                         "agent's first process")
+    ap.add_argument("--flood-per-reply", type=int, default=40000,
+                    help="flood tasks a reply (40000: ~360 bytes each, 14 MB, under the agent's 16 MiB)")
+    ap.add_argument("--flood-ahead-ms", type=int, default=100 * 365 * 86400 * 1000,
+                    help="the flood tasks' TaskStartTime after now (default 100 years)")
+    ap.add_argument("--flood-ids", action="store_true",
+                    help="hostile: first, one command whose ProcessId is ~16 MiB of short ids")
+    ap.add_argument("--tasks-after-flood", action="store_true",
+                    help="create the --task tasks only once the flood was sent")
     ap.add_argument("--fail-first", type=int, default=0, help="fail the first N collectProfilingData streams")
     ap.add_argument("--fail-code", default="", help="with --fail-first, e.g. UNAVAILABLE")
     args = ap.parse_args()

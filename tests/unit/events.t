@@ -35,7 +35,9 @@ want_cpu+="01""0400000000000000""6d61696e"	# Some("main")
 want_cpu+="00"				# None
 want_cpu+="0000000000000000"		# kernel_stack_symbols: none
 is "CpuSample with two frames and one symbol, byte for byte" "$("$ET" hex-cpu)" "$want_cpu"
-is "hand-computed CpuSample is 98 bytes" "$(( ${#want_cpu} / 2 ))" 98
+"$ET" write-cpu "$TMP/cpu.bin"
+is "pe_write: the CpuSample is one record, its length prefix (98, counted by hand above) then those bytes" \
+	"$(od -An -tu4 -N4 "$TMP/cpu.bin" | tr -d ' ') $(tail -c +5 "$TMP/cpu.bin" | od -An -tx1 -v | tr -d ' \n')" "98 $want_cpu"
 
 # --- every kind, written, read back, encoded again
 F="$TMP/all.bin"

@@ -3,6 +3,7 @@
  * Driver for tests/unit/events.t: the ProfileEvent encoder and decoder
  * (user/export/bincode.c) and `aperture events` (user/cmd/events.c).
  *   hex-syscall | hex-cpu   the body of a fixed record, in hex (no length prefix)
+ *   write-cpu FILE          the hex-cpu CpuSample alone, through pe_write
  *   write-all FILE          one record of every kind, edge values included
  *   roundtrip FILE          decodes every record, encodes it again: same bytes?
  *   fuzz FILE N SEED        every truncation of FILE, N mutated copies and N random
@@ -23,6 +24,37 @@ static void hex(const struct profile_event *e)
 	for (size_t i = 0; i < n; i++)
 		printf("%02x", buf[i]);
 	printf("\n");
+}
+
+/* A CpuSample whose bytes tests/unit/events.t computes by hand. */
+static struct profile_event example_cpu(void)
+{
+	static uint64_t ustack[] = { 0x400000, 0x400100 };
+	static char *usyms[] = { "main", NULL };
+	struct profile_event e = { .kind = PE_CPU_SAMPLE };
+
+	e.cpu = (struct pe_cpu_sample){ .timestamp = 0x0102030405060708ULL, .pid = 1000,
+		.tid = 1001, .cpu_id = 3, .user_stack = { ustack, 2 }, .comm = "test",
+		.user_stack_symbols = { usyms, 2 } };
+	return e;
+}
+
+/* Writes @e alone to @path as one record, through pe_write. */
+static int write_one(const char *path, struct profile_event e)
+{
+	FILE *f = fopen(path, "w");
+	int err;
+
+	if (!f) {
+		perror(path);
+		return 1;
+	}
+	err = pe_write(f, &e);
+	if (fclose(f) || err) {
+		perror(path);
+		return 1;
+	}
+	return 0;
 }
 
 /* The seed's test_profile_event_bincode_serialization event. */
@@ -178,16 +210,12 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "hex-cpu")) {
-		static uint64_t ustack[] = { 0x400000, 0x400100 };
-		static char *usyms[] = { "main", NULL };
-
-		e = (struct profile_event){ .kind = PE_CPU_SAMPLE };
-		e.cpu = (struct pe_cpu_sample){ .timestamp = 0x0102030405060708ULL, .pid = 1000,
-			.tid = 1001, .cpu_id = 3, .user_stack = { ustack, 2 }, .comm = "test",
-			.user_stack_symbols = { usyms, 2 } };
+		e = example_cpu();
 		hex(&e);
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "write-cpu"))
+		return write_one(argv[2], example_cpu());
 	if (argc == 3 && !strcmp(argv[1], "write-all"))
 		return write_all(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "roundtrip"))
@@ -196,6 +224,6 @@ int main(int argc, char **argv)
 		return fuzz(argv[2], atoi(argv[3]), (unsigned)atoi(argv[4]));
 	if (argc >= 2 && !strcmp(argv[1], "events"))
 		return events_main(argc - 1, argv + 1);
-	fprintf(stderr, "usage: events_test hex-syscall|hex-cpu|write-all F|roundtrip F|fuzz F N SEED|events ARGS\n");
+	fprintf(stderr, "usage: events_test hex-syscall|hex-cpu|write-cpu F|write-all F|roundtrip F|fuzz F N SEED|events ARGS\n");
 	return 2;
 }

@@ -63,7 +63,8 @@ if command -v go >/dev/null; then
 	is "go tool pprof -raw: exit 0, nothing on stderr" "$?:$(cat "$TMP/pperr")" "0:"
 	ok "go tool pprof -raw: labels" grep -q 'pid:\[100\] thread:\[101\]' "$TMP/raw"
 else
-	diag "go not installed: skipping go tool pprof checks"
+	# golang-go is a test dependency (tools/deps.sh, make deps): without it the pprof checks cannot run.
+	fail "go tool pprof reads the profile" "go is not installed: make deps (golang-go)"
 fi
 
 # --- folded

@@ -70,6 +70,21 @@ ok "minidebuginfo fixture has no .symtab" bash -c "! readelf -S '$WL/apsym_mini'
 line=$("$SYMTEST" user "$PID" "$(hex_add "$ADDR" 4)")
 is "minidebuginfo: function name" "$(field "$line" name)" apsym_mini_hot
 
+# --- (3b) the same file, its .gnu_debugdata claiming a 4 GiB LZMA2 dictionary
+# (tests/tools/xz_bigdict.py): the decoder's memory is bounded, the section
+# refused (said, counted), not obeyed.  (Without the bound it was decoded and named.)
+objcopy --dump-section .gnu_debugdata="$TMP/mini.xz" "$WL/apsym_mini"
+python3 "$(dirname "$0")/../tools/xz_bigdict.py" "$TMP/mini.xz" "$TMP/bigdict.xz"
+objcopy --update-section .gnu_debugdata="$TMP/bigdict.xz" "$WL/apsym_mini" "$TMP/apsym_bigdict"
+ok "the patched stream claims 4 GiB" sh -c "xz -lvv '$TMP/bigdict.xz' | grep -q 'Memory needed: *4097 MiB'"
+start bigdict "$TMP/apsym_bigdict" || fail "apsym_bigdict started"
+line=$("$SYMTEST" user "$PID" "$(hex_add "$ADDR" 4)" 2>"$TMP/bigdict.err")
+name=$(field "$line" name)
+ok "4 GiB dictionary: not named from .gnu_debugdata (got $name)" test "$name" != apsym_mini_hot
+ok "4 GiB dictionary: refused, said once" \
+	test "$(grep -c 'gnu_debugdata needs more than [0-9]* MiB to inflate: refused' "$TMP/bigdict.err")" = 1
+reap "$PID"
+
 # --- stripped, named from the file .gnu_debuglink points to
 start dlink "$WL/apsym_dlink" || fail "apsym_dlink started"
 line=$("$SYMTEST" user "$PID" "$(hex_add "$ADDR" 4)")
@@ -149,7 +164,8 @@ if command -v valgrind >/dev/null; then
 	reap "$PID"
 	is "valgrind run: named after exit" "$(field "$(grep '^user' "$TMP/vg.out" | tail -n1)" name)" apsym_lib_spin
 else
-	diag "valgrind not installed: memory check skipped"
+	# valgrind is a test dependency (tools/deps.sh, make deps): without it the memory check cannot run.
+	fail "valgrind: clean" "valgrind is not installed: make deps (valgrind)"
 fi
 
 done_testing

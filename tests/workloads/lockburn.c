@@ -5,7 +5,8 @@
  *   lockburn mutex SECONDS THREADS   threads contend on one global pthread mutex
  *                                    (big_lock), holding it ~50 us each time;
  *                                    prints wait_ns=N (the threads' own total time
- *                                    blocked in pthread_mutex_lock) and locks=N
+ *                                    blocked in pthread_mutex_lock), locks=N and
+ *                                    lock_addr=N (the mutex's address, decimal)
  *   lockburn condvar SECONDS         two threads ping-pong on a condvar (waits
  *                                    that are not mutex contention)
  *   lockburn pimutex SECONDS THREADS the same on pi_lock, a PTHREAD_PRIO_INHERIT
@@ -16,12 +17,18 @@
  *                                    prints maps=N (mmap/munmap pairs done)
  *   lockburn exitwait                a thread blocks on a held mutex when the
  *                                    process exits (a wait that never ends)
+ *   lockburn nested SECONDS          two threads take outer_lock then, inside it, a
+ *                                    second mutex that two more threads contend for:
+ *                                    one of a pool whose address shares the outer
+ *                                    lock's slot among a thread's held locks
+ *                                    (bpf/events/locks.bpf.c held_slot)
  *   lockburn pipe SECONDS THREADS    threads write 64 KiB at a time into one pipe
  *                                    that one thread drains: they contend on the
  *                                    pipe's kernel mutex (pipe->mutex); prints
  *                                    pipe_writes=N
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +46,9 @@ static volatile uint64_t sink;
 static double run_seconds;
 static uint64_t total_wait_ns, total_locks, total_maps;
 static int cv_turn;
+static pthread_mutex_t outer_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t inner_pool[16];
+static pthread_mutex_t *inner_lock;
 
 static uint64_t now_ns(void)
 {
@@ -76,6 +86,57 @@ static void *mutex_thread(void *arg)
 	while (now_ns() < end)
 		contend();
 	return NULL;
+}
+
+/* held_slot() of bpf/events/locks.bpf.c: which of a thread's 4 held-lock slots @lock takes. */
+static unsigned int held_slot(const void *lock)
+{
+	uintptr_t a = (uintptr_t)lock;
+
+	return ((a >> 3) ^ (a >> 7)) & 3;
+}
+
+__attribute__((noinline)) static void nested_outer(void)
+{
+	pthread_mutex_lock(&outer_lock);
+	spin_ns(20000);
+	pthread_mutex_lock(inner_lock);
+	spin_ns(50000);
+	pthread_mutex_unlock(inner_lock);
+	pthread_mutex_unlock(&outer_lock);
+	spin_ns(5000);
+}
+
+__attribute__((noinline)) static void nested_inner(void)
+{
+	pthread_mutex_lock(inner_lock);
+	spin_ns(50000);
+	pthread_mutex_unlock(inner_lock);
+	spin_ns(5000);
+}
+
+/* Threads 0 and 1 take both locks, the others the inner one. */
+static void *nested_thread(void *arg)
+{
+	uint64_t end = now_ns() + (uint64_t)(run_seconds * 1e9);
+	bool outer = (intptr_t)arg < 2;
+
+	while (now_ns() < end) {
+		if (outer)
+			nested_outer();
+		else
+			nested_inner();
+	}
+	return NULL;
+}
+
+static void nested_init(void)
+{
+	for (int i = 0; i < 16; i++) {
+		pthread_mutex_init(&inner_pool[i], NULL);
+		if (!inner_lock && held_slot(&inner_pool[i]) == held_slot(&outer_lock))
+			inner_lock = &inner_pool[i];
+	}
 }
 
 __attribute__((noinline)) static void map_unmap(void)
@@ -218,13 +279,17 @@ int main(int argc, char **argv)
 			contended = &pi_lock;
 		}
 		run_threads(mutex_thread, threads);
-		printf("wait_ns=%llu locks=%llu\n", (unsigned long long)total_wait_ns,
-		       (unsigned long long)total_locks);
+		printf("wait_ns=%llu locks=%llu lock_addr=%llu\n", (unsigned long long)total_wait_ns,
+		       (unsigned long long)total_locks, (unsigned long long)(uintptr_t)contended);
 	} else if (!strcmp(mode, "exitwait")) {
 		exit_while_waiting();
 	} else if (!strcmp(mode, "mmap")) {
 		run_threads(mmap_thread, threads);
 		printf("maps=%llu\n", (unsigned long long)total_maps);
+	} else if (!strcmp(mode, "nested")) {
+		nested_init();
+		run_threads(nested_thread, 4);
+		printf("slot=%u inner=%p\n", held_slot(&outer_lock), (void *)inner_lock);
 	} else if (!strcmp(mode, "pipe")) {
 		pipe_contend(threads);
 	} else if (!strcmp(mode, "condvar")) {
@@ -241,7 +306,7 @@ int main(int argc, char **argv)
 		}
 		printf("ns=%llu\n", (unsigned long long)(now_ns() - t0));
 	} else {
-		fprintf(stderr, "usage: lockburn mutex|pimutex|condvar|uncontended|mmap|pipe|exitwait ...\n");
+		fprintf(stderr, "usage: lockburn mutex|pimutex|condvar|uncontended|mmap|nested|pipe|exitwait ...\n");
 		return 2;
 	}
 	return 0;

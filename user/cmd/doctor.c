@@ -51,6 +51,8 @@ static const struct ability extra_abilities[] = {
 	  FEAT_BIT(FEAT_DWARF_UNWIND), "frame-pointer walks only (--unwind fp)" },
 	{ "rq_lock_names", "runqueue lock names (--locks)", FEAT_BIT(FEAT_RQ_LOCKS),
 	  "runqueue locks shown by address and caller" },
+	{ "follow_children", "children of -p PID and of COMMAND profiled", FEAT_BIT(FEAT_TP_SCHED_FORK),
+	  "only the processes named (children not followed)" },
 };
 
 struct system_facts {

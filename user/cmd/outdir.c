@@ -5,7 +5,10 @@
  * created with O_EXCL | O_NOFOLLOW through the directory's fd, renamed into
  * place without replacing anything (a name already taken, a planted symlink
  * included, gets the next "-N" name), and rotation deletes only regular files
- * of our own naming, found by fstatat without following links.
+ * of our own naming, owner and mode (0600, ours), found by fstatat without
+ * following links.  A directory others can write to (or that is not ours) is
+ * refused at the start: there another user could fill it, or replace a file
+ * between our check and the delete.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,9 +23,12 @@
 
 #define TMP_PREFIX ".aperture-tmp-"
 #define NAME_TRIES 10
+#define FILE_MODE 0600	/* what create_temp makes; rotation deletes nothing else */
 
 int outdir_open(struct outdir *d, const char *path, const struct exporter *exporter)
 {
+	struct stat st = { 0 };
+
 	if (mkdir(path, 0700) && errno != EEXIST) {
 		log_error("--output-dir %s: %s", path, strerror(errno));
 		return -errno;
@@ -32,6 +38,14 @@ int outdir_open(struct outdir *d, const char *path, const struct exporter *expor
 		log_error("--output-dir %s: %s", path, errno == ENOTDIR || errno == ELOOP ?
 			  "not a directory (a symlink is not followed)" : strerror(errno));
 		return -errno;
+	}
+	if (fstat(d->dirfd, &st) || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		log_error("--output-dir %s: %s: use a directory of your own that only you can write to "
+			  "(mkdir -m 700 DIR)", path, st.st_uid != geteuid() ? "not owned by this user" :
+			  "writable by group or others");
+		close(d->dirfd);
+		d->dirfd = -1;
+		return -EPERM;
 	}
 	d->path = path;
 	d->exporter = exporter;
@@ -59,7 +73,14 @@ static int create_temp(const struct outdir *d, char *name, size_t len)
 		int fd;
 
 		snprintf(name, len, TMP_PREFIX "%d-%u", (int)getpid(), seq++);
-		fd = openat(d->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		fd = openat(d->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE);
+		if (fd >= 0 && fchmod(fd, FILE_MODE)) {	/* whatever the umask took: rotation knows ours by it */
+			int err = -errno;
+
+			close(fd);
+			unlinkat(d->dirfd, name, 0);
+			return err;
+		}
 		if (fd >= 0 || errno != EEXIST)
 			return fd >= 0 ? fd : -errno;
 	}
@@ -147,8 +168,9 @@ static int list_files(const struct outdir *d, const char *kind, struct out_file 
 		struct stat st;
 
 		if (!ours(d, de->d_name, kind) || strlen(de->d_name) >= sizeof(files->name) ||
-		    fstatat(d->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
-			continue;
+		    fstatat(d->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid() || (st.st_mode & 07777) != FILE_MODE)
+			continue;	/* not a file we wrote */
 		if (n == room) {
 			struct out_file *more = realloc(files, (room = room ? 2 * room : 64) * sizeof(*files));
 

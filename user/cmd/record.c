@@ -57,6 +57,7 @@ struct record_run {
 	int child_go_fd;		/* write end: the child execs when it closes */
 	int child_status_fd;		/* read end: errno of a failed exec, EOF on success */
 	uint64_t start_ns;
+	const char *events_hold;	/* APERTURE_TEST_EVENTS_HOLD (tests only) */
 };
 
 enum { OPT_WEIGHT = 256, OPT_FORMAT, OPT_TOP, OPT_EVENTS, OPT_HELP, OPT_VERSION };
@@ -354,7 +355,8 @@ static int wait_tick(struct record_run *run)
 	struct timespec tick = { 0, 100 * 1000 * 1000 };
 	int err;
 
-	if (!run->events)
+	/* APERTURE_TEST_EVENTS_HOLD=PATH: unread while PATH exists, so that a test can fill the ring. */
+	if (!run->events || (run->events_hold && access(run->events_hold, F_OK) == 0))
 		return nanosleep(&tick, NULL) && errno != EINTR ? -errno : 0;
 	err = ring_buffer__poll(run->events, 100);
 	/* Raw events come without a wakeup: read whatever is there. */
@@ -473,6 +475,83 @@ static void report_stats(struct record_run *run)
 			profiler_lost(stats), len ? " (" : "", detail, len ? ")" : "");
 		profiler_unwind_report(p, stderr);
 	}
+}
+
+static int tgid_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* How many processes have samples in any profile. */
+static size_t processes_sampled(const struct record_run *run)
+{
+	size_t n = 0, distinct = 0;
+	uint32_t *tgids;
+
+	for (int i = 0; i < run->nprofs; i++)
+		n += run->profiles[i].nsamples;
+	tgids = calloc_logged(n ? n : 1, sizeof(*tgids));
+	if (!tgids)
+		return 0;
+	n = 0;
+	for (int i = 0; i < run->nprofs; i++)
+		for (size_t s = 0; s < run->profiles[i].nsamples; s++)
+			tgids[n++] = run->profiles[i].samples[s].tgid;
+	qsort(tgids, n, sizeof(*tgids), tgid_cmp);
+	for (size_t i = 0; i < n; i++)
+		distinct += i == 0 || tgids[i] != tgids[i - 1];
+	free(tgids);
+	return distinct;
+}
+
+/*
+ * Who was profiled, with -p or COMMAND: the processes named, the children
+ * the kernel followed at fork, those a full target set left out, and how
+ * many of them all have samples.
+ */
+static void report_processes(struct record_run *run)
+{
+	uint64_t stats[STAT_MAX], children = 0, left_out = 0;
+	int named = run->opts.prof.npids;
+	bool followed = false;
+	char why[128];
+
+	if (!named)
+		return;	/* every process */
+	for (int i = 0; i < run->nprofs; i++) {
+		followed |= run->profs[i]->follows_children;
+		if (profiler_stats(run->profs[i], stats))
+			continue;
+		children += stats[STAT_CHILDREN];
+		left_out += stats[STAT_CHILDREN_FULL];
+	}
+	if (!followed) {
+		fprintf(stderr, "aperture: profiled %d process%s, %zu with samples (children not followed: %s)\n",
+			named, named == 1 ? "" : "es", processes_sampled(run),
+			run->opts.prof.no_children ? "--no-children" :
+			feature_missing(FEAT_TP_SCHED_FORK, why, sizeof(why)));
+		return;
+	}
+	fprintf(stderr, "aperture: profiled %" PRIu64 " process%s (%d named + %" PRIu64 " children), %zu with "
+		"samples", named + children, named + children == 1 ? "" : "es", named, children,
+		processes_sampled(run));
+	if (left_out)
+		fprintf(stderr, "; %" PRIu64 " children not profiled (target set full)", left_out);
+	fputc('\n', stderr);
+}
+
+/* What the symbolizer would not read of the profiled processes' files (after the outputs named the frames). */
+static void report_refusals(const struct symbolizer *sym)
+{
+	struct sym_usage u;
+
+	symbolizer_usage(sym, &u);
+	if (u.files_refused || u.perf_maps_refused)
+		log_warn("symbols: refused %" PRIu64 " perf maps (not a regular file, over 256 MiB, or not owned by "
+			 "the process's user or root) and %" PRIu64 " mapped files (not the file mapped, not regular, "
+			 "or over 4 GiB): their frames are unnamed", u.perf_maps_refused, u.files_refused);
 }
 
 /* Index of the value --weight names in @prof, or its default. */
@@ -626,6 +705,7 @@ int record_main(int argc, char **argv)
 {
 	struct record_run run = {
 		.child_go_fd = -1, .child_status_fd = -1,
+		.events_hold = getenv("APERTURE_TEST_EVENTS_HOLD"),
 	};
 	struct record_opts *o = &run.opts;
 	int err;
@@ -682,6 +762,7 @@ int record_main(int argc, char **argv)
 	for (int i = 0; i < run.nprofs; i++)
 		run.profiles[i].duration_ns = now_ns(CLOCK_MONOTONIC) - run.start_ns;
 	report_stats(&run);
+	report_processes(&run);
 	if (event_stream_close(run.stream))
 		err = EXIT_RUNTIME;
 	run.stream = NULL;
@@ -692,6 +773,7 @@ int record_main(int argc, char **argv)
 			run.profs[i]->ops->report(run.profs[i], &run.profiles[i], (unsigned int)o->top, stdout);
 		else
 			print_top(&run.profiles[i], weight_index(&run.profiles[i], o->weight), o->top);
+	report_refusals(run.sym);
 cleanup:
 	run_cleanup(&run);
 	return err;

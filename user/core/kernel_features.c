@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "kernel_features.h"
+#include "safe_open.h"
 #include "aperture.h"
 #include "iter.skel.h"
 #include "probe.skel.h"
@@ -43,6 +44,7 @@ static int probe_uprobe(const char **step);
 static int probe_bpffs(const char **step);
 static int probe_tracefs(const char **step);
 static int probe_fentry(const char **step);
+static int probe_openat2(const char **step);
 
 static const struct feature_desc descs[FEAT_MAX] = {
 	[FEAT_BTF] = { "btf", "kernel BTF (/sys/kernel/btf/vmlinux)", NULL, probe_btf },
@@ -77,6 +79,10 @@ static const struct feature_desc descs[FEAT_MAX] = {
 				"probe_dwarf_unwind" },
 	[FEAT_RQ_LOCKS] = { "rq_locks", "a CPU's runqueue through its current task (locks: runqueue lock names)",
 			    "probe_rq_locks" },
+	[FEAT_TP_SCHED_FORK] = { "tp_sched_process_fork", "tp_btf/sched_process_fork (children of -p and COMMAND followed)",
+				 "probe_sched_process_fork" },
+	[FEAT_OPENAT2] = { "openat2", "openat2 RESOLVE_IN_ROOT (a process's files opened in its root; else a walk "
+			   "that refuses every symlink)", NULL, probe_openat2 },
 };
 
 const char *feature_name(enum feature f)
@@ -435,6 +441,13 @@ static int probe_tracefs(const char **step)
 	return probe_fs(paths, mounted, TRACEFS_MAGIC, "tracefs", step, &results[FEAT_TRACEFS].note);
 }
 
+/* Whether safe_open.c can have the kernel resolve a process's paths inside its root. */
+static int probe_openat2(const char **step)
+{
+	*step = "openat2";
+	return target_open_has_openat2() ? 0 : ENOSYS;
+}
+
 /* APERTURE_DISABLE_FEATURES=a,b (for tests): these count as missing. */
 static bool disabled_by_env(enum feature f)
 {
@@ -467,10 +480,12 @@ static void probe_one(enum feature f)
 		return;
 	if (disabled_by_env(f)) {
 		results[f] = (struct feature_result){ .probed = true, .step = "APERTURE_DISABLE_FEATURES" };
-		return;
+	} else {
+		err = descs[f].probe ? descs[f].probe(&step) : probe_prog(descs[f].prog, &step);
+		set_result(f, err, step);
 	}
-	err = descs[f].probe ? descs[f].probe(&step) : probe_prog(descs[f].prog, &step);
-	set_result(f, err, step);
+	if (f == FEAT_OPENAT2)	/* safe_open.c follows what was probed, or switched off for a test */
+		target_open_force_fallback(!results[f].ok);
 }
 
 /*

@@ -36,6 +36,8 @@ enum feature {
 	FEAT_FENTRY,		/* fentry programs (BPF trampolines), loaded and attached */
 	FEAT_DWARF_UNWIND,	/* bpf_loop and bpf_task_pt_regs in perf_event programs (--unwind dwarf) */
 	FEAT_RQ_LOCKS,		/* task->se.cfs_rq->rq from raw_tp: runqueue lock names */
+	FEAT_TP_SCHED_FORK,	/* tp_btf/sched_process_fork: children of targets followed */
+	FEAT_OPENAT2,		/* openat2 RESOLVE_IN_ROOT: a process's files opened inside its root (5.6+) */
 	FEAT_MAX,
 };
 

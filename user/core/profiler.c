@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "procmaps.h"
 #include "profiler.h"
 #include "util.h"
 
@@ -110,6 +111,7 @@ int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 	*out = NULL;
 	if (!p)
 		return -ENOMEM;
+	feature_has(FEAT_OPENAT2);	/* how the symbolizer opens the targets' files: probed before any */
 	p->ops = ops;
 	p->opts = *opts;
 	if (!p->opts.counts_entries)
@@ -222,14 +224,57 @@ static int unwind_maps_prepare(struct profiler *p)
 }
 
 /*
+ * APERTURE_TEST_EVENTS_RING_BYTES=N (tests only): the events ring buffer's
+ * size (a power of 2 of pages), so that a test can fill it and watch what a
+ * failed new-process notification costs.  The raw events' headroom stays
+ * reckoned from APERTURE_EVENTS_RING_BYTES: a smaller ring has none.
+ */
+static int events_ring_prepare(struct profiler *p)
+{
+	const char *env = getenv("APERTURE_TEST_EVENTS_RING_BYTES");
+	unsigned long bytes;
+
+	if (!env)
+		return 0;
+	bytes = strtoul(env, NULL, 10);
+	log_warn("test setting: events ring buffer of %lu bytes", bytes);
+	return bpf_map__set_max_entries(slot_map(p, MAP_EVENTS), (__u32)bytes);
+}
+
+/*
+ * The fork program (bpf/lib/control.bpf.h target_fork) is the run's one: the
+ * profiler that creates the shared maps loads it where targets may be named
+ * (a pid filter, or a set kept for a later takeover or reload to target),
+ * and control.follow_children turns it on or off live (--no-children).  A
+ * kernel without it: one line, the pids only.
+ */
+static bool children_followed(const struct profiler *p, bool owner)
+{
+	static bool told;
+	char why[128];
+
+	if (!owner || (!p->opts.npids && !p->opts.targets_only && !p->opts.keep_totals))
+		return false;
+	if (p->opts.no_children && !p->opts.keep_totals)
+		return false;
+	if (feature_has(FEAT_TP_SCHED_FORK))
+		return true;
+	if (!told)
+		log_warn("children not followed: %s", feature_missing(FEAT_TP_SCHED_FORK, why, sizeof(why)));
+	told = true;
+	return false;
+}
+
+/*
  * Before load: sizes the maps, reuses the run's shared maps, and loads the
- * exec program (bpf/lib/notify.bpf.h) only in the profiler that creates them.
+ * exec, exit and fork programs (bpf/lib/) only in the profiler that creates them.
  */
 int profiler_prepare(struct profiler *p)
 {
 	struct profiler_shared *shared = p->opts.shared;
 	struct bpf_program *exec_prog = bpf_object__find_program_by_name(p->obj, "process_exec");
 	struct bpf_program *exit_prog = bpf_object__find_program_by_name(p->obj, "process_exit");
+	struct bpf_program *fork_prog = bpf_object__find_program_by_name(p->obj, "target_fork");
 	bool owner = !shared || shared->fd[MAP_CONTROL] < 0;
 	int err = 0;
 
@@ -238,10 +283,15 @@ int profiler_prepare(struct profiler *p)
 	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_TOTALS), p->opts.counts_entries);
 	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_STACKS), p->opts.stacks_entries);
 	err = err ?: unwind_maps_prepare(p);
+	if (owner)
+		err = err ?: events_ring_prepare(p);
 	if (exec_prog)
 		bpf_program__set_autoload(exec_prog, owner);
 	if (exit_prog)
 		bpf_program__set_autoload(exit_prog, owner);
+	p->follows_children = fork_prog && children_followed(p, owner);
+	if (fork_prog)
+		bpf_program__set_autoload(fork_prog, p->follows_children);
 	for (int i = 0; i < MAP_SLOT_MAX && !err && !owner; i++)
 		if (map_slots[i].shared)
 			err = bpf_map__reuse_fd(slot_map(p, i), shared->fd[i]);
@@ -344,6 +394,7 @@ int profiler_configure(struct profiler *p)
 	ctl.cgroup_id = o->cgroup_id;
 	ctl.keep_totals = o->keep_totals;
 	ctl.raw_events = o->raw_events;
+	ctl.follow_children = !o->no_children;
 	if (bpf_map_update_elem(p->fd[MAP_CONTROL], &zero, &ctl, BPF_ANY)) {
 		log_error("%s: cannot write the control map: %s", p->ops->name, strerror(errno));
 		return -errno;
@@ -351,31 +402,52 @@ int profiler_configure(struct profiler *p)
 	return write_config(p);
 }
 
+/*
+ * A child the kernel followed (TARGET_CHILD) stays in the set while it
+ * descends from one of @pids: its ancestry in /proc (an orphan adopted by
+ * init since is dropped; it leaves at its exit anyway).
+ */
+static bool child_kept(uint32_t tgid, const uint32_t *pids, int npids)
+{
+	uint32_t pid = tgid;
+
+	for (int depth = 0; depth < 64 && pid > 1; depth++) {
+		pid = proc_parent(pid);
+		if (pid_in(pids, npids, pid))
+			return true;
+	}
+	return false;
+}
+
 int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids)
 {
-	uint32_t stale[1024], key, *prev = NULL;
-	__u8 mine = 1u << p->ops->id;
+	uint32_t *stale = calloc_logged(APERTURE_TARGETS_MAX, sizeof(*stale)), key, *prev = NULL;
+	__u8 mine = 1u << p->ops->id, profilers;
 	int nstale = 0;
 
+	if (!stale)
+		return -ENOMEM;
 	/* Collect first: deleting the current key makes get_next_key start over. */
-	while (nstale < (int)(sizeof(stale) / sizeof(stale[0])) &&
-	       bpf_map_get_next_key(p->fd[MAP_TARGET_PIDS], prev, &key) == 0) {
-		if (!pid_in(pids, npids, key))
-			stale[nstale++] = key;
+	while (nstale < APERTURE_TARGETS_MAX && bpf_map_get_next_key(p->fd[MAP_TARGET_PIDS], prev, &key) == 0) {
 		prev = &key;
+		if (pid_in(pids, npids, key))
+			continue;
+		if (bpf_map_lookup_elem(p->fd[MAP_TARGET_PIDS], &key, &profilers) == 0 &&
+		    (profilers & TARGET_CHILD) && child_kept(key, pids, npids))
+			continue;
+		stale[nstale++] = key;
 	}
 	/* Drop this profiler's bit; the entry goes when no profiler wants it. */
 	for (int i = 0; i < nstale; i++) {
-		__u8 profilers;
-
 		if (bpf_map_lookup_elem(p->fd[MAP_TARGET_PIDS], &stale[i], &profilers) || !(profilers & mine))
 			continue;
 		profilers &= ~mine;
-		if (profilers)
+		if (profilers & ~TARGET_CHILD)
 			bpf_map_update_elem(p->fd[MAP_TARGET_PIDS], &stale[i], &profilers, BPF_EXIST);
 		else
 			bpf_map_delete_elem(p->fd[MAP_TARGET_PIDS], &stale[i]);
 	}
+	free(stale);
 	p->opts.pids = pids;
 	p->opts.npids = npids;
 	return profiler_configure(p);

@@ -79,6 +79,7 @@ struct profiler_opts {
 	uint32_t stacks_entries;	/* stacks map size */
 	bool keep_totals;		/* also count into the never-drained totals map */
 	bool targets_only;		/* filter by pid even with no pid: count nothing */
+	bool no_children;		/* --no-children: the pids only, not what they start */
 	bool disabled;			/* loaded and attached, but not counting */
 	bool raw_events;		/* a reader takes raw events (control.raw_events) */
 	bool gc_stacks;			/* the caller drains every interval: delete stacks no count
@@ -174,6 +175,7 @@ struct profiler {
 	int nlinks_pinned;		/* links[0 .. nlinks_pinned) have a pin (pin_new_links) */
 	int fd[MAP_SLOT_MAX];		/* see enum map_slot */
 	bool owns_shared;		/* created the run's shared maps: watches their ring buffer */
+	bool follows_children;		/* loaded the run's fork program (bpf/lib/control.bpf.h) */
 	int live;			/* MAP_COUNTS_0 + live is the live generation */
 	uint64_t drained_events;	/* sum of raw value 0 over all drains */
 	struct profiler_sink *sink;	/* who reads the ring buffer's records (owner only) */

@@ -51,9 +51,11 @@ void usage_symbols(struct usage_line *line, const struct symbolizer *sym)
 		return;
 	symbolizer_usage(sym, &u);
 	usage_append(line, "symbols %zu/%zu KiB, processes %zu/%zu, files %zu/%zu (forgotten: %" PRIu64
-		     " processes, %" PRIu64 " files; %" PRIu64 " tables unloaded; %" PRIu64 " pids reused)",
+		     " processes, %" PRIu64 " files; %" PRIu64 " tables unloaded; %" PRIu64 " pids reused; %"
+		     PRIu64 " minidebuginfo refused; refused: %" PRIu64 " files, %" PRIu64 " perf maps)",
 		     u.bytes >> 10, u.limit >> 10, u.procs, u.procs_max, u.files, u.files_max,
-		     u.procs_dropped, u.files_dropped, u.tables_unloaded, u.pids_reused);
+		     u.procs_dropped, u.files_dropped, u.tables_unloaded, u.pids_reused, u.xz_refused,
+		     u.files_refused, u.perf_maps_refused);
 }
 
 void usage_process(uint64_t *rss_kib, uint64_t *fds)

@@ -35,6 +35,11 @@
 /* A new process's maps are read at these ages: FIRST_CHECK_NS << 0 .. << YOUNG_CHECKS - 1. */
 #define FIRST_CHECK_NS 100000000ull
 #define YOUNG_CHECKS 7
+/*
+ * Library files probed at most (each a set of uprobes): a process names its
+ * own files, and the whole machine's scan must not attach without end.
+ */
+#define MAX_PROBED_FILES 512
 
 /* The entry programs; their returns: see exit_prog(). */
 enum gpu_prog {
@@ -128,6 +133,7 @@ struct machine_process {
 struct gpu_probes {
 	struct probed_file *probed;
 	size_t nprobed, probed_cap;
+	unsigned int refused;		/* mapped names not probed (each scan): not the file mapped, over the cap */
 	struct machine_process *procs;	/* the whole machine's, sorted by pid */
 	size_t nprocs;
 	uint64_t next_rescan_ns;
@@ -142,6 +148,9 @@ void gpu_probes_free(struct gpu_probes *g)
 {
 	if (!g)
 		return;
+	if (g->refused)
+		log_warn("gpu: %u CUDA library names in processes' maps not probed (an anonymous mapping's or "
+			 "memfd's name, not the file mapped, or over %d files)", g->refused, MAX_PROBED_FILES);
 	free(g->probed);
 	free(g->procs);
 	free(g);
@@ -226,9 +235,13 @@ static bool driver_probed(const struct gpu_probes *g, int pid)
 	return false;
 }
 
-/* Remembers @st's file as probed for @pid; false when out of memory (then it is not probed). */
+/* Remembers @st's file as probed for @pid; false when out of memory or files (then it is not probed). */
 static bool note_probed(struct gpu_probes *g, const struct stat *st, int pid, enum gpu_library lib)
 {
+	if (g->nprobed >= MAX_PROBED_FILES) {
+		g->refused++;
+		return false;
+	}
 	if (array_reserve((void **)&g->probed, &g->probed_cap, g->nprobed, sizeof(*g->probed), 16))
 		return false;
 	g->probed[g->nprobed++] = (struct probed_file){ st->st_dev, st->st_ino, pid, lib };
@@ -245,27 +258,27 @@ static int attach_one(struct profiler *p, struct bpf_program *prog, const char *
 }
 
 /*
- * Every entry point of @lib on @path for @pid (-1: every process): the
- * entry first, then its return (a return without its entry counts nothing).
+ * Every entry point of @lib in @st's file, reached by @open_path and named
+ * @path, for @pid (-1: every process): the entry first, then its return (a
+ * return without its entry counts nothing).
  */
 static void attach_file(struct profiler *p, struct gpu_probes *g, enum gpu_library lib, const char *path,
-			int pid)
+			const char *open_path, const struct stat *st, int pid)
 {
 	struct gpu_bpf *skel = p->skel;
 	int attached = 0, missing = 0, err;
-	struct stat st;
 
-	if (stat(path, &st) || already_probed(g, &st, pid) || !note_probed(g, &st, pid, lib))
+	if (already_probed(g, st, pid) || !note_probed(g, st, pid, lib))
 		return;
 	for (size_t i = 0; i < libraries[lib].nprobes; i++) {
 		const struct gpu_probe *probe = &libraries[lib].probes[i];
 
-		err = attach_one(p, enter_prog(skel, probe->enter), path, probe->func, pid, false);
+		err = attach_one(p, enter_prog(skel, probe->enter), open_path, probe->func, pid, false);
 		if (err == -ENOENT) {
 			missing++;	/* an older library: not every name exists */
 			continue;
 		}
-		err = err ?: attach_one(p, exit_prog(skel, probe->enter), path, probe->func, pid, true);
+		err = err ?: attach_one(p, exit_prog(skel, probe->enter), open_path, probe->func, pid, true);
 		if (err) {
 			log_warn("gpu: cannot probe %s in %s: %s", probe->func, path, strerror(-err));
 			continue;
@@ -289,19 +302,27 @@ struct scan {
 	int attach_pid;		/* what the uprobes are for: the pid, or -1 (every process) */
 };
 
-static void on_mapped(const char *path, void *arg)
+static bool on_mapped(const struct mapped_file *file, void *arg)
 {
 	struct scan *s = arg;
 
-	attach_file(s->p, s->g, (enum gpu_library)library_of(path), path, s->attach_pid);
+	attach_file(s->p, s->g, (enum gpu_library)library_of(file->path), file->path, file->fd_path, &file->st,
+		    s->attach_pid);
+	return true;
 }
 
 /* The CUDA libraries @pid maps, probed for @attach_pid; false when @pid is gone. */
 static bool scan_process(struct profiler *p, struct gpu_probes *g, int pid, int attach_pid)
 {
 	struct scan s = { p, g, attach_pid };
+	unsigned int refused = 0;
+	bool read = proc_mapped_files(pid, is_gpu_library, on_mapped, &s, &refused);
 
-	return proc_mapped_files(pid, is_gpu_library, on_mapped, &s);
+	if (refused && !g->refused)
+		log_warn("gpu: pid %d maps a CUDA library name that is not the file mapped (an anonymous "
+			 "mapping's or memfd's name?): not probed", pid);
+	g->refused += refused;
+	return read;
 }
 
 /* Each target whose driver is not probed yet (@all: every target). */
@@ -384,9 +405,10 @@ static void scan_new_processes(struct profiler *p, struct gpu_probes *g, uint64_
 static void scan_machine(struct profiler *p, struct gpu_probes *g)
 {
 	char path[PATH_MAX];
+	struct stat st;
 
-	if (host_driver(path, sizeof(path)))
-		attach_file(p, g, LIB_DRIVER, path, -1);
+	if (host_driver(path, sizeof(path)) && !stat(path, &st))
+		attach_file(p, g, LIB_DRIVER, path, path, &st, -1);
 	for (size_t i = 0; i < g->nprocs; i++)
 		scan_process(p, g, g->procs[i].pid, -1);
 }

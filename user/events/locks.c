@@ -180,14 +180,6 @@ static bool is_libc(const char *path)
 	return strncmp(base, "libc.so", 7) == 0 || (strncmp(base, "libc-", 5) == 0 && strstr(base, ".so"));
 }
 
-/*
- * The libc @pid maps, as a path that reaches it from here: through
- * /proc/PID/root, so that a container's own libc is the one probed.
- */
-static bool libc_of_pid(int pid, char *path, size_t len)
-{
-	return proc_mapped_file(pid, is_libc, path, len);
-}
 
 /* The host's own libc: where a command that is not started yet will find it. */
 static bool host_libc(char *path, size_t len)
@@ -210,22 +202,28 @@ struct unlock_probes {
 	struct { dev_t dev; ino_t ino; int pid; } done[MAX_UNLOCK_PROBES];
 	int n;
 	int failed;
+	unsigned int refused;	/* libc names that are not the file mapped, probes over the cap */
 };
 
-/* Attaches the unlock uprobe to @path's pthread_mutex_unlock for @pid (-1: every process). */
-static void attach_unlock(struct profiler *p, struct unlock_probes *up, const char *path, int pid)
+/*
+ * Attaches the unlock uprobe to pthread_mutex_unlock of @st's file, reached
+ * by @open_path and named @path, for @pid (-1: every process).
+ */
+static void attach_unlock(struct profiler *p, struct unlock_probes *up, const char *path, const char *open_path,
+			  const struct stat *st, int pid)
 {
 	struct locks_bpf *skel = p->skel;
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "pthread_mutex_unlock");
 	struct bpf_link *link;
-	struct stat st;
 
-	if (stat(path, &st) || up->n >= MAX_UNLOCK_PROBES)
+	if (up->n >= MAX_UNLOCK_PROBES) {
+		up->refused++;
 		return;
+	}
 	for (int i = 0; i < up->n; i++)
-		if (up->done[i].dev == st.st_dev && up->done[i].ino == st.st_ino && up->done[i].pid == pid)
+		if (up->done[i].dev == st->st_dev && up->done[i].ino == st->st_ino && up->done[i].pid == pid)
 			return;
-	link = bpf_program__attach_uprobe_opts(skel->progs.mutex_unlock_user, pid, path, 0, &uo);
+	link = bpf_program__attach_uprobe_opts(skel->progs.mutex_unlock_user, pid, open_path, 0, &uo);
 	if (profiler_add_link(p, link)) {
 		log_warn("locks: --lock-hold: cannot probe pthread_mutex_unlock in %s: %s", path, strerror(errno));
 		up->failed++;
@@ -233,9 +231,47 @@ static void attach_unlock(struct profiler *p, struct unlock_probes *up, const ch
 	}
 	log_info("locks: --lock-hold: pthread_mutex_unlock probed in %s (%s %d)", path,
 		 pid < 0 ? "every process" : "pid", pid);
-	up->done[up->n].dev = st.st_dev;
-	up->done[up->n].ino = st.st_ino;
+	up->done[up->n].dev = st->st_dev;
+	up->done[up->n].ino = st->st_ino;
 	up->done[up->n++].pid = pid;
+}
+
+struct unlock_probe_scan {
+	struct profiler *p;
+	struct unlock_probes *up;
+	int attach_pid;
+	bool found;
+};
+
+/* The libc a process maps (through its root: a container's own), probed; no other after it. */
+static bool on_libc(const struct mapped_file *file, void *arg)
+{
+	struct unlock_probe_scan *scan = arg;
+
+	attach_unlock(scan->p, scan->up, file->path, file->fd_path, &file->st, scan->attach_pid);
+	scan->found = true;
+	return false;
+}
+
+/* @pid's libc probed for @attach_pid; false when it maps none that can be. */
+static bool probe_libc_of(struct profiler *p, struct unlock_probes *up, int pid, int attach_pid)
+{
+	struct unlock_probe_scan scan = { p, up, attach_pid, false };
+
+	proc_mapped_files(pid, is_libc, on_libc, &scan, &up->refused);
+	return scan.found;
+}
+
+/* The host's libc, for @pid; false when there is none. */
+static bool probe_host_libc(struct profiler *p, struct unlock_probes *up, int pid)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!host_libc(path, sizeof(path)) || stat(path, &st))
+		return false;
+	attach_unlock(p, up, path, path, &st, pid);
+	return true;
 }
 
 /*
@@ -247,7 +283,6 @@ static void attach_unlock(struct profiler *p, struct unlock_probes *up, const ch
 static int attach_unlock_probes(struct profiler *p)
 {
 	struct unlock_probes *up = calloc_logged(1, sizeof(*up));
-	char path[PATH_MAX];
 	struct dirent *de;
 	DIR *proc;
 
@@ -256,22 +291,23 @@ static int attach_unlock_probes(struct profiler *p)
 	for (int i = 0; i < p->opts.npids; i++) {
 		int pid = (int)p->opts.pids[i];
 
-		if (libc_of_pid(pid, path, sizeof(path)) || host_libc(path, sizeof(path)))
-			attach_unlock(p, up, path, pid);
+		if (!probe_libc_of(p, up, pid, pid))
+			probe_host_libc(p, up, pid);
 	}
 	if (!p->opts.npids && !p->opts.targets_only) {
-		if (host_libc(path, sizeof(path)))
-			attach_unlock(p, up, path, -1);
+		probe_host_libc(p, up, -1);
 		proc = opendir("/proc");
 		while (proc && (de = readdir(proc)))
-			if (de->d_name[0] >= '1' && de->d_name[0] <= '9' &&
-			    libc_of_pid(atoi(de->d_name), path, sizeof(path)))
-				attach_unlock(p, up, path, -1);
+			if (de->d_name[0] >= '1' && de->d_name[0] <= '9')
+				probe_libc_of(p, up, atoi(de->d_name), -1);
 		if (proc)
 			closedir(proc);
 	}
 	if (!up->n && !up->failed && (p->opts.npids || !p->opts.targets_only))
 		log_warn("locks: --lock-hold: no libc found to probe: no user mutex hold times");
+	if (up->refused)
+		log_warn("locks: --lock-hold: %u libc names in processes' maps not probed (not the file mapped, "
+			 "or over %d probes)", up->refused, MAX_UNLOCK_PROBES);
 	free(up);
 	return 0;
 }

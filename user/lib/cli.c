@@ -245,6 +245,7 @@ enum {
 	CLI_OPT_STACKS_MAX,
 	CLI_OPT_COUNTS_MAX,
 	CLI_OPT_SYMBOL_CACHE_MB,
+	CLI_OPT_NO_CHILDREN,
 	CLI_KIND_FLAG = 300,		/* + ops->id */
 	CLI_KIND_OPTION = 400,		/* + ops->id * CLI_KIND_OPTIONS_MAX + index */
 };
@@ -252,6 +253,7 @@ enum {
 
 static const struct option target_options[] = {
 	{ "pid", required_argument, NULL, 'p' },
+	{ "no-children", no_argument, NULL, CLI_OPT_NO_CHILDREN },
 	{ "cgroup", required_argument, NULL, CLI_OPT_CGROUP },
 	{ "user-only", no_argument, NULL, 'U' },
 	{ "kernel-only", no_argument, NULL, 'K' },
@@ -371,7 +373,9 @@ void cli_profiler_help(FILE *out, unsigned groups)
 		for (int k = 0; profilers[k]; k++)
 			help_line(out, 0, profilers[k]->name, NULL, profilers[k]->help);
 	if (groups & CLI_TARGETS) {
-		help_line(out, 'p', "pid", "PID[,PID...]", "only these processes (and their threads)");
+		help_line(out, 'p', "pid", "PID[,PID...]", "only these processes, their threads and the processes they\n"
+			  "start from now on (followed at fork; COMMAND's too)");
+		help_line(out, 0, "no-children", NULL, "only the processes -p (or COMMAND) names, not those they start");
 		help_line(out, 0, "cgroup", "PATH", "only tasks in this cgroup v2 directory");
 		help_line(out, 'U', "user-only", NULL, "user stacks only");
 		help_line(out, 'K', "kernel-only", NULL, "kernel stacks only");
@@ -470,6 +474,9 @@ static int target_option(int c, const char *arg, struct profiler_opts *o, uint32
 			return -1;
 		o->npids += n;
 		o->pids = pids;
+		return 1;
+	case CLI_OPT_NO_CHILDREN:
+		o->no_children = true;
 		return 1;
 	case CLI_OPT_CGROUP:
 		return cli_cgroup_id(arg, &o->cgroup_id) ? 1 : -1;

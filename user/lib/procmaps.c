@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -6,29 +7,86 @@
 #include <string.h>
 #include <unistd.h>
 #include "procmaps.h"
+#include "safe_open.h"
+
+/* A library probed is mmapped by libbpf to find a symbol: bounded as the symbolizer's ELF files. */
+#define MAPPED_FILE_MAX_SIZE (4ull << 30)
+
+bool maps_line_parse(char *line, struct maps_line *m)
+{
+	char perms[5] = "";	/* a perms word shorter than 4 leaves the rest 0 */
+	int pos = 0;
+
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n", &m->start, &m->end,
+		   perms, &m->offset, &m->major, &m->minor, &m->ino, &pos) < 7 || !pos)
+		return false;
+	if (line[pos] && !isspace((unsigned char)line[pos - 1]))
+		return false;	/* "123/x": no field of its own after the inode */
+	memcpy(m->perms, perms, sizeof(m->perms));
+	line[pos + strcspn(line + pos, "\n")] = '\0';
+	m->path = line + pos;
+	return true;
+}
+
+bool maps_line_is_file(const struct maps_line *m)
+{
+	return m->ino != 0 && m->path[0] == '/';
+}
 
 /*
- * proc_mapped_file's search of @f, @pid's maps (or, for the fuzzer, any
- * bytes).  Lines by getline: a file name may be longer than any fixed
- * buffer, and the rest of a line cut in two would be read as a line of its
- * own, naming a file from the middle of another's name.
+ * @m's file opened in @pid's root, when it is the file mapped: a regular file
+ * whose inode is the maps line's.  That refuses an anonymous mapping's name
+ * ("[anon:/x/libcuda.so.1]", inode 0), a memfd's ("/memfd:NAME (deleted)",
+ * which no path reaches), a deleted file, and a path swapped since the map.
  */
-static bool mapped_file_in(FILE *f, int pid, bool (*match)(const char *path), char *path, size_t len)
+static bool mapped_file_open(int pid, const struct maps_line *m, struct mapped_file *out)
 {
-	bool found = false;
-	char *line = NULL;
-	size_t cap = 0;
-
-	while (!found && getline(&line, &cap, f) > 0) {
-		char *file = strchr(line, '/');
-
-		if (!file)
-			continue;
-		file[strcspn(file, "\n")] = 0;
-		found = match(file) && snprintf(path, len, "/proc/%d/root%s", pid, file) < (int)len;
+	if (!maps_line_is_file(m) ||
+	    snprintf(out->path, sizeof(out->path), "/proc/%d/root%s", pid, m->path) >= (int)sizeof(out->path))
+		return false;
+	out->fd = target_open((uint32_t)pid, m->path, MAPPED_FILE_MAX_SIZE, 0, &out->st);
+	if (out->fd < 0)
+		return false;
+	if (out->st.st_ino != m->ino) {
+		close(out->fd);
+		out->fd = -1;
+		return false;
 	}
+	snprintf(out->fd_path, sizeof(out->fd_path), "/proc/self/fd/%d", out->fd);
+	return true;
+}
+
+/*
+ * Each file of @f (@pid's maps, or for the fuzzer any bytes) whose name
+ * @match()es, to @fn, until it returns false.  Lines by getline: a file name
+ * may be longer than any fixed buffer, and the rest of a line cut in two would
+ * be read as a line of its own.  A library is several lines in a row (its
+ * segments): one call.  What matches but is not the file mapped counts in
+ * *@refused.
+ */
+static void mapped_files_in(FILE *f, int pid, bool (*match)(const char *path),
+			    bool (*fn)(const struct mapped_file *file, void *ctx), void *ctx, unsigned int *refused)
+{
+	struct mapped_file file;
+	struct maps_line m;
+	char *line = NULL, *last = NULL;
+	size_t cap = 0;
+	bool more = true;
+
+	while (more && getline(&line, &cap, f) > 0) {
+		if (!maps_line_parse(line, &m) || (last && strcmp(m.path, last) == 0) || !match(m.path))
+			continue;
+		free(last);
+		last = strdup(m.path);
+		if (!mapped_file_open(pid, &m, &file)) {
+			(*refused)++;
+			continue;
+		}
+		more = fn(&file, ctx);
+		close(file.fd);
+	}
+	free(last);
 	free(line);
-	return found;
 }
 
 FILE *proc_maps_open(uint32_t pid)
@@ -39,45 +97,14 @@ FILE *proc_maps_open(uint32_t pid)
 	return fopen(path, "re");
 }
 
-bool proc_mapped_file(int pid, bool (*match)(const char *path), char *path, size_t len)
+bool proc_mapped_files(int pid, bool (*match)(const char *path),
+		       bool (*fn)(const struct mapped_file *file, void *ctx), void *ctx, unsigned int *refused)
 {
 	FILE *f = proc_maps_open((uint32_t)pid);
-	bool found;
 
 	if (!f)
 		return false;
-	found = mapped_file_in(f, pid, match, path, len);
-	fclose(f);
-	return found;
-}
-
-bool proc_mapped_files(int pid, bool (*match)(const char *path), void (*fn)(const char *path, void *ctx),
-		       void *ctx)
-{
-	FILE *f = proc_maps_open((uint32_t)pid);
-	char path[PATH_MAX + 32];
-	char *line = NULL, *last = NULL;
-	size_t cap = 0;
-
-	if (!f)
-		return false;
-	/* getline, as mapped_file_in: a name longer than a buffer is not read as two lines. */
-	while (getline(&line, &cap, f) > 0) {
-		char *file = strchr(line, '/');
-
-		if (!file)
-			continue;
-		file[strcspn(file, "\n")] = 0;
-		/* A library is several lines in a row (its segments): one call. */
-		if ((last && strcmp(file, last) == 0) || !match(file))
-			continue;
-		free(last);
-		last = strdup(file);
-		if (snprintf(path, sizeof(path), "/proc/%d/root%s", pid, file) < (int)sizeof(path))
-			fn(path, ctx);
-	}
-	free(last);
-	free(line);
+	mapped_files_in(f, pid, match, fn, ctx, refused);
 	fclose(f);
 	return true;
 }
@@ -90,10 +117,11 @@ bool first_readable(const char *const *candidates, size_t n, char *path, size_t 
 	return false;
 }
 
-uint64_t proc_start_time(uint32_t pid)
+/* Field @field (1-based, >= 3) of /proc/@pid/stat, or 0 when the process is gone or the field unreadable. */
+static uint64_t proc_stat_field(uint32_t pid, int field)
 {
 	char path[64], buf[1024], *p;
-	uint64_t start = 0;
+	uint64_t value = 0;
 	size_t n;
 	FILE *f;
 
@@ -106,9 +134,19 @@ uint64_t proc_start_time(uint32_t pid)
 	buf[n] = '\0';
 	/* comm may hold spaces and parens: fields count from the last ')'. */
 	p = strrchr(buf, ')');
-	for (int field = 2; p && field < 22; field++)
+	for (int at = 2; p && at < field; at++)
 		p = strchr(p + 1, ' ');
-	if (p && sscanf(p + 1, "%" SCNu64, &start) != 1)
-		start = 0;
-	return start;
+	if (p && sscanf(p + 1, "%" SCNu64, &value) != 1)
+		value = 0;
+	return value;
+}
+
+uint64_t proc_start_time(uint32_t pid)
+{
+	return proc_stat_field(pid, 22);
+}
+
+uint32_t proc_parent(uint32_t pid)
+{
+	return (uint32_t)proc_stat_field(pid, 4);
 }

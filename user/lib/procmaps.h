@@ -6,25 +6,50 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
+
+#include <sys/stat.h>
 
 /* /proc/@pid/maps opened for reading, or NULL with errno set (ENOENT: the process is gone). */
 FILE *proc_maps_open(uint32_t pid);
 
-/*
- * The first file @pid maps for which @match(path) is true, as a path that
- * reaches it from here: through /proc/PID/root, so that a container's own
- * copy is the one used.  False when there is none (or @path is too small).
- */
-bool proc_mapped_file(int pid, bool (*match)(const char *path), char *path, size_t len);
+/* One line of /proc/PID/maps. */
+struct maps_line {
+	uint64_t start, end, offset, ino;
+	unsigned int major, minor;
+	char perms[5];		/* "r-xp" */
+	const char *path;	/* the 6th field, in the line: "" (anonymous), "[heap]", "[anon:NAME]", "/usr/lib/..." */
+};
 
 /*
- * Each file @pid maps for which @match(path) is true, as proc_mapped_file
- * gives it, to @fn(path, @ctx) (once per run of lines of the same file).
- * False when the maps cannot be read (the process is gone).
+ * Parses @line (its newline cut) into @m; false for a line that is not one.
+ * The path is the field after the inode, never the first '/' of the line: an
+ * anonymous mapping's name ("[anon:/x/lib.so]", prctl PR_SET_VMA_ANON_NAME) is
+ * the process's to choose.
  */
-bool proc_mapped_files(int pid, bool (*match)(const char *path), void (*fn)(const char *path, void *ctx),
-		       void *ctx);
+bool maps_line_parse(char *line, struct maps_line *m);
+
+/* Whether @m maps a file by a path (inode not 0, an absolute path); memfds are such too. */
+bool maps_line_is_file(const struct maps_line *m);
+
+/* A file a process maps, opened as target_open does, checked to be the one mapped (its inode). */
+struct mapped_file {
+	char path[PATH_MAX + 32];	/* "/proc/PID/root/usr/lib/libc.so.6": for messages */
+	char fd_path[32];		/* "/proc/self/fd/N": what to hand libbpf and the kernel */
+	int fd;
+	struct stat st;
+};
+
+/*
+ * Each file @pid maps for which @match(path) is true (path as the maps line
+ * names it), to @fn(file, @ctx) until it returns false; the fd is closed
+ * after.  A name that matches but is not the file mapped (an anonymous
+ * mapping's or a memfd's name, a deleted or swapped file, not a regular one)
+ * adds one to *@refused.  False when the maps cannot be read (the process is gone).
+ */
+bool proc_mapped_files(int pid, bool (*match)(const char *path),
+		       bool (*fn)(const struct mapped_file *file, void *ctx), void *ctx, unsigned int *refused);
 
 /* The first of @candidates (@n of them) that can be read, into @path. */
 bool first_readable(const char *const *candidates, size_t n, char *path, size_t len);
@@ -35,5 +60,7 @@ bool first_readable(const char *const *candidates, size_t n, char *path, size_t 
  * process is gone or its stat unreadable.
  */
 uint64_t proc_start_time(uint32_t pid);
+/* @pid's parent (field 4), or 0 when it is gone. */
+uint32_t proc_parent(uint32_t pid);
 
 #endif /* PROCMAPS_H */

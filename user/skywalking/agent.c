@@ -55,6 +55,10 @@ static void stats_line(struct agent *a, bool asked)
 	/* Said only when true: "dropped" in the log means data was. */
 	if (a->spool.dropped_msgs)
 		usage_append(&line, " (%" PRIu64 " messages dropped)", a->spool.dropped_msgs);
+	usage_append(&line, "; refused from the OAP: %" PRIu64 " commands, %" PRIu64 " arguments, %" PRIu64
+		     " process ids, %" PRIu64 " tasks over %d, %" PRIu64 " tasks ahead",
+		     a->refused[REFUSED_COMMANDS], a->refused[REFUSED_ARGS], a->refused[REFUSED_IDS],
+		     a->refused[REFUSED_TASKS], AGENT_MAX_TASKS, a->refused[REFUSED_AHEAD]);
 	usage_append(&line, "; ");
 	usage_process(&rss_kib, &fds);
 	(asked ? log_notice : log_info)("stats: %s(used/cap) rss %" PRIu64 " KiB, %" PRIu64 " fds",

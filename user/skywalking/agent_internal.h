@@ -95,6 +95,23 @@ struct agent_task {
 	bool ending;			/* stop time passed: no longer counted, last flush due */
 };
 
+/*
+ * Tasks held at most (pending, running and remembered ones): past it a new
+ * task is refused.  The real OAP hands out one per (task, process) of this
+ * agent's; MAX_AGENT_PROCS processes under one task each would still fit
+ * only partly, but no OAP of a sane deployment keeps 1024 live tasks.
+ */
+#define AGENT_MAX_TASKS 1024
+/*
+ * How far ahead a task may start (7 days).  The OAP takes any start time;
+ * a pending task is held until it starts, so without a bound one that
+ * starts in the year 3000 is held for good.
+ */
+#define TASK_MAX_AHEAD_DAYS 7
+
+/* What the OAP sent past a cap: refused, counted, said once each (agent_tasks.c). */
+enum oap_refusal { REFUSED_COMMANDS, REFUSED_ARGS, REFUSED_IDS, REFUSED_TASKS, REFUSED_AHEAD, REFUSED_COUNT };
+
 /* The OAP's calls; each is a bit of agent.failing. */
 enum oap_call { CALL_REPORT, CALL_KEEPALIVE, CALL_QUERY, CALL_COLLECT, CALL_COUNT };
 
@@ -144,7 +161,9 @@ struct agent {
 	size_t nprocs;
 	uint64_t procs_left_out;	/* selected while the table was full */
 	struct agent_task **tasks;
-	size_t ntasks;
+	size_t ntasks, tasks_cap;
+	uint64_t refused[REFUSED_COUNT];	/* by enum oap_refusal */
+	unsigned int refused_said;	/* bit per enum oap_refusal: warned once */
 	struct agent_prof prof[PROFILER_MAX];	/* by profiler id; ops NULL: no SkyWalking target */
 	struct profiler_shared shared;	/* --pin: one control map, one target set */
 	struct spool spool;
@@ -200,6 +219,7 @@ void heartbeat(struct agent *a);
 
 /* agent_tasks.c */
 void task_free(struct agent_task *t);
+void oap_refused(struct agent *a, enum oap_refusal why, uint64_t n);
 int task_add(struct agent *a, struct agent_task *t);
 int task_kind(const struct sw_task *t);
 void query_tasks(struct agent *a);

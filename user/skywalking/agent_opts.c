@@ -365,6 +365,11 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 	o->state_dir = getenv("APERTURE_STATE_DIR") ?: STATE_DIR_DEFAULT;
 	cli_profiler_defaults(&o->prof);
 	o->prof.gc_stacks = true;	/* every flush drains the counts */
+	/*
+	 * A task is for one process entity, as Rover's: a child the process
+	 * starts is not part of its data (README, "Children").
+	 */
+	o->prof.no_children = true;
 	apply_rover_defaults(o);
 	optind = 1;
 	opterr = 0;

@@ -16,6 +16,7 @@
 #include "elfsyms.h"
 #include "globmatch.h"
 #include "procmaps.h"
+#include "safe_open.h"
 
 /* A small /proc (or token) file into @buf, NUL-terminated: its length or -errno. */
 ssize_t read_small(const char *path, char *buf, size_t size)
@@ -152,16 +153,21 @@ static uint32_t ns_pid(uint32_t pid)
 	return (uint32_t)last;
 }
 
-/* A JIT's /tmp/perf-PID.map, which the symbolizer reads, in the process's mount namespace or ours. */
+/*
+ * A JIT's /tmp/perf-PID.map where the symbolizer reads it: in the process's
+ * own root, a regular file (not a link), opened as the symbolizer opens it.
+ */
 static bool has_perf_map(uint32_t pid)
 {
-	char path[96];
+	char path[64];
+	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", pid, ns_pid(pid));
-	if (!access(path, R_OK))
-		return true;
-	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
-	return !access(path, R_OK);
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", ns_pid(pid));
+	fd = target_open(pid, path, UINT64_MAX, TARGET_NOFOLLOW, NULL);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 /* Whether the executable of @pid names any function: .symtab, .dynsym, minidebuginfo or a debug file. */
@@ -176,9 +182,8 @@ static bool exe_has_symbols(uint32_t pid, const char *exe)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return true;	/* gone, or not ours to read: let the OAP offer it */
-	snprintf(path, sizeof(path), "/proc/%u/root", pid);
 	/* The _start the symbolizer names at the entry point of a stripped file is not a symbol of its own. */
-	named = elf_syms_load(&es, fd, exe, path) == 0 && es.tab.nsyms > es.nsynthetic;
+	named = elf_syms_load(&es, fd, exe, pid) == 0 && es.tab.nsyms > es.nsynthetic;
 	elf_syms_free(&es);
 	close(fd);
 	return named;

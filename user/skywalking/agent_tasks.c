@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "agent_internal.h"
@@ -99,13 +100,38 @@ int task_kind(const struct sw_task *t)
 
 int task_add(struct agent *a, struct agent_task *t)
 {
-	struct agent_task **v = realloc(a->tasks, (a->ntasks + 1) * sizeof(*v));
-
-	if (!v)
+	if (array_reserve((void **)&a->tasks, &a->tasks_cap, a->ntasks, sizeof(*a->tasks), 16))
 		return -ENOMEM;
-	a->tasks = v;
 	a->tasks[a->ntasks++] = t;
 	return 0;
+}
+
+/* Counts @n things the OAP sent past a cap; the first time, says what and the cap. */
+void oap_refused(struct agent *a, enum oap_refusal why, uint64_t n)
+{
+	static const char *const what[REFUSED_COUNT] = {
+		[REFUSED_COMMANDS] = "commands past %d in one reply",
+		[REFUSED_ARGS] = "command arguments past %d in a command",
+		[REFUSED_IDS] = "process ids past %d in a task",
+		[REFUSED_TASKS] = "new tasks past %d held",
+		[REFUSED_AHEAD] = "tasks starting more than %d days ahead",
+	};
+	static const int cap[REFUSED_COUNT] = {
+		[REFUSED_COMMANDS] = SW_MAX_COMMANDS, [REFUSED_ARGS] = SW_MAX_COMMAND_ARGS,
+		[REFUSED_IDS] = SW_MAX_PROCESS_IDS, [REFUSED_TASKS] = AGENT_MAX_TASKS,
+		[REFUSED_AHEAD] = TASK_MAX_AHEAD_DAYS,
+	};
+	char text[96];
+
+	if (!n)
+		return;
+	a->refused[why] += n;
+	if (a->refused_said & (1u << why))
+		return;
+	a->refused_said |= 1u << why;
+	snprintf(text, sizeof(text), what[why], cap[why]);
+	log_warn("OAP %s: %s refused (%" PRIu64 " this time; said once, the stats line counts them)",
+		 a->o.oap, text, n);
 }
 
 /* The profiler kind to run @t with, or KIND_NONE (after saying why not). */
@@ -151,6 +177,10 @@ static void accept_task(struct agent *a, struct sw_task *t, uint32_t *pids, size
 		sw_task_free(&task->t);
 		free(task->pids);
 	} else {
+		if (a->ntasks >= AGENT_MAX_TASKS) {
+			oap_refused(a, REFUSED_TASKS, 1);
+			goto drop;
+		}
 		task = calloc_logged(1, sizeof(*task));
 		if (!task || task_add(a, task)) {
 			free(task);
@@ -206,6 +236,15 @@ static void handle_command(struct agent *a, const struct sw_command *c, int64_t 
 		log_warn("OAP %s: malformed profiling task ignored: %s", a->o.oap, strerror(-err));
 		return;
 	}
+	oap_refused(a, REFUSED_IDS, t.ids_dropped);
+	if ((t.start_time_ms - wall_ms()) / 86400000 >= TASK_MAX_AHEAD_DAYS) {
+		/* Refused for good: latestUpdateTime passes it, so that it is not handed out again. */
+		oap_refused(a, REFUSED_AHEAD, 1);
+		if (t.update_time_ms > *max_update)
+			*max_update = t.update_time_ms;
+		sw_task_free(&t);
+		return;
+	}
 	for (size_t i = 0; i < t.nprocess_ids; i++)
 		known |= accept_for_process(a, &t, i);
 	if (!known) {
@@ -233,6 +272,8 @@ void query_tasks(struct agent *a)
 	answer_decoded(a, CALL_QUERY, decoded);
 	if (!decoded)
 		goto out;
+	oap_refused(a, REFUSED_COMMANDS, cmds.commands_dropped);
+	oap_refused(a, REFUSED_ARGS, cmds.args_dropped);
 	for (size_t i = 0; i < cmds.n; i++)
 		handle_command(a, &cmds.v[i], &max_update);
 	if (max_update != a->latest_update_ms || cmds.n) {

@@ -377,18 +377,27 @@ int sw_encode_task_query(const char *agent_id, int64_t latest_update_ms, struct 
 	return encode(skywalking_v3_EBPFProfilingTaskQuery_fields, &msg, out);
 }
 
+/* One command's arguments, while decoding: where they go and the reply's drop counter. */
+struct args_ctx {
+	struct sw_command *c;
+	size_t *dropped;
+};
+
 static bool dec_arg(pb_istream_t *stream, const pb_field_t *field, void **arg)
 {
-	struct sw_command *c = *arg;
+	struct args_ctx *ctx = *arg;
+	struct sw_command *c = ctx->c;
 	skywalking_v3_KeyStringValuePair kv = skywalking_v3_KeyStringValuePair_init_zero;
-	struct sw_kv *args = realloc(c->args, (c->nargs + 1) * sizeof(*args));
 
-	if (!args)
+	if (c->nargs >= SW_MAX_COMMAND_ARGS) {
+		(*ctx->dropped)++;
+		return pb_decode(stream, skywalking_v3_KeyStringValuePair_fields, &kv);	/* read, not kept */
+	}
+	if (array_reserve((void **)&c->args, &c->args_cap, c->nargs, sizeof(*c->args), 16))
 		return false;
-	c->args = args;
-	args[c->nargs] = (struct sw_kv){ 0 };
-	want_str(&kv.key, &args[c->nargs].key);
-	want_str(&kv.value, &args[c->nargs].value);
+	c->args[c->nargs] = (struct sw_kv){ 0 };
+	want_str(&kv.key, &c->args[c->nargs].key);
+	want_str(&kv.value, &c->args[c->nargs].value);
 	c->nargs++;
 	return pb_decode(stream, skywalking_v3_KeyStringValuePair_fields, &kv);
 }
@@ -397,17 +406,19 @@ static bool dec_command(pb_istream_t *stream, const pb_field_t *field, void **ar
 {
 	struct sw_commands *cmds = *arg;
 	skywalking_v3_Command msg = skywalking_v3_Command_init_zero;
-	struct sw_command *v = realloc(cmds->v, (cmds->n + 1) * sizeof(*v));
-	struct sw_command *c;
+	struct args_ctx ctx = { .dropped = &cmds->args_dropped };
 
-	if (!v)
+	if (cmds->n >= SW_MAX_COMMANDS) {
+		cmds->commands_dropped++;
+		return pb_decode(stream, skywalking_v3_Command_fields, &msg);	/* read, not kept */
+	}
+	if (array_reserve((void **)&cmds->v, &cmds->cap, cmds->n, sizeof(*cmds->v), 16))
 		return false;
-	cmds->v = v;
-	c = &v[cmds->n++];
-	*c = (struct sw_command){ 0 };
-	want_str(&msg.command, &c->name);
+	ctx.c = &cmds->v[cmds->n++];
+	*ctx.c = (struct sw_command){ 0 };
+	want_str(&msg.command, &ctx.c->name);
 	msg.args.funcs.decode = dec_arg;
-	msg.args.arg = c;
+	msg.args.arg = &ctx;
 	return pb_decode(stream, skywalking_v3_Command_fields, &msg);
 }
 
@@ -463,9 +474,11 @@ static int parse_i64(const char *s, int64_t *out)
 	return 0;
 }
 
+/* The comma-joined ids, at most SW_MAX_PROCESS_IDS of them (the rest counted in ids_dropped). */
 static int split_ids(const char *s, struct sw_task *t)
 {
 	char *copy = strdup(s), *save = NULL, *tok;
+	size_t cap = 0;
 	int err = 0;
 
 	if (!copy)
@@ -477,12 +490,15 @@ static int split_ids(const char *s, struct sw_task *t)
 			tok++;
 		if (!*tok)
 			continue;
-		ids = realloc(t->process_ids, (t->nprocess_ids + 1) * sizeof(*ids));
-		if (!ids) {
+		if (t->nprocess_ids >= SW_MAX_PROCESS_IDS) {
+			t->ids_dropped++;
+			continue;
+		}
+		if (array_reserve((void **)&t->process_ids, &cap, t->nprocess_ids, sizeof(*ids), 4)) {
 			err = -ENOMEM;
 			break;
 		}
-		t->process_ids = ids;
+		ids = t->process_ids;
 		ids[t->nprocess_ids] = strdup(tok);
 		if (!ids[t->nprocess_ids]) {
 			err = -ENOMEM;

@@ -83,15 +83,28 @@ struct sw_kv {
 	char *value;
 };
 
+/*
+ * What one Commands reply may make the agent hold.  The real OAP sends one
+ * command of 9 arguments per (task, process), and for a NETWORK task the ids
+ * of one instance's processes; a 16 MiB reply of empty commands or of short
+ * ids would otherwise be a million allocations.  Past a cap the rest is
+ * skipped, and counted in the decoded struct.
+ */
+#define SW_MAX_COMMANDS 1024
+#define SW_MAX_COMMAND_ARGS 32
+#define SW_MAX_PROCESS_IDS 1024
+
 struct sw_command {
 	char *name;
 	struct sw_kv *args;
-	size_t nargs;
+	size_t nargs, args_cap;
 };
 
 struct sw_commands {
 	struct sw_command *v;
-	size_t n;
+	size_t n, cap;
+	size_t commands_dropped;	/* past SW_MAX_COMMANDS */
+	size_t args_dropped;		/* past SW_MAX_COMMAND_ARGS, all commands together */
 };
 
 int sw_decode_commands(const uint8_t *buf, size_t len, struct sw_commands *out);
@@ -113,6 +126,7 @@ struct sw_task {
 	char *task_id;
 	char **process_ids;
 	size_t nprocess_ids;
+	size_t ids_dropped;		/* past SW_MAX_PROCESS_IDS */
 	int64_t update_time_ms;		/* >= 0 */
 	int64_t start_time_ms;		/* >= 0 */
 	int64_t duration_s;		/* FixedTriggerDuration, 1..SW_MAX_DURATION_S (0: NETWORK) */

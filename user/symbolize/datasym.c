@@ -11,10 +11,13 @@
 #include <unistd.h>
 #include "datasym.h"
 #include "procmaps.h"
+#include "safe_open.h"
+
+#define DATASYM_MAX_SIZE (4ull << 30)	/* mmapped by libelf: a bound against sparse files only */
 
 /* One file mapping of /proc/PID/maps. */
 struct file_map {
-	uint64_t start, end, offset;
+	uint64_t start, end, offset, ino;
 	char path[PATH_MAX];
 };
 
@@ -23,11 +26,18 @@ struct file_map {
  * right after its last file mapping) and that file's offset-0 mapping, which
  * gives the load bias: from @f, a /proc/PID/maps (or, for the fuzzer, any bytes).
  */
-/* One maps line: start, end, offset and the path (its first word).  False for other lines. */
-static bool parse_file_map(const char *line, struct file_map *m)
+/* One maps line of a file: start, end, offset, inode and the path (lib/procmaps.c's parse).  False for other lines. */
+static bool parse_file_map(char *line, struct file_map *m)
 {
-	return sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %4095s", &m->start, &m->end,
-		      &m->offset, m->path) == 4;
+	struct maps_line ml;
+
+	if (!maps_line_parse(line, &ml) || !maps_line_is_file(&ml))
+		return false;
+	m->start = ml.start;
+	m->end = ml.end;
+	m->offset = ml.offset;
+	m->ino = ml.ino;
+	return snprintf(m->path, sizeof(m->path), "%s", ml.path) < (int)sizeof(m->path);
 }
 
 /*
@@ -42,7 +52,7 @@ static int find_maps_in(FILE *f, uint64_t addr, struct file_map *below, struct f
 	size_t cap = 0;
 
 	while (getline(&line, &cap, f) > 0) {
-		if (!parse_file_map(line, &m) || m.path[0] != '/' || m.start > addr)
+		if (!parse_file_map(line, &m) || m.start > addr)
 			continue;
 		*below = m;
 		found = true;
@@ -122,18 +132,21 @@ static int find_object(Elf *e, GElf_Word type, uint64_t vaddr, char *out, size_t
 int data_symbol_name(uint32_t tgid, uint64_t addr, char *out, size_t len)
 {
 	struct file_map below = { 0 }, base = { 0 };
-	char path[128];
 	uint64_t first_vaddr;
+	struct stat st;
 	Elf *e;
 	int fd, err = find_maps(tgid, addr, &below, &base);
 
 	if (err)
 		return err;
-	/* Through map_files: the file as mapped, in any mount namespace, even deleted. */
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, base.start, base.end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Through map_files (the file as mapped, even deleted) or the process's root: that file only. */
+	fd = target_open_mapped(tgid, base.start, base.end, base.path, DATASYM_MAX_SIZE, &st);
 	if (fd < 0)
-		return -errno;
+		return fd;
+	if (st.st_ino != base.ino) {
+		close(fd);
+		return -ESTALE;
+	}
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	err = e && first_load_vaddr(e, &first_vaddr) ? 0 : -ENOEXEC;

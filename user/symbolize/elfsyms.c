@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +20,17 @@
 #include "cfi.h"
 #include "elfnote.h"
 #include "elfsyms.h"
+#include "safe_open.h"
 #include "util.h"
 
 #define DEBUG_ROOT	"/usr/lib/debug"
 #define MINIDEBUG_MAX	(256u << 20)	/* refuse to inflate anything larger */
+/*
+ * The most memory an xz decoder may take: what xz -9 needs (about 65 MiB).
+ * Every preset fits; a stream that claims a larger dictionary (up to 4 GiB)
+ * is refused, not obeyed.
+ */
+#define MINIDEBUG_MEMLIMIT	lzma_easy_decoder_memusage(9)
 
 static void elf_init_once(void)
 {
@@ -139,7 +147,7 @@ static Elf_Scn *find_section(Elf *e, const char *want)
 	return NULL;
 }
 
-/* Inflates one .xz stream into a malloc'd buffer. */
+/* Inflates one .xz stream into a malloc'd buffer; -E2BIG: it needs more than MINIDEBUG_MEMLIMIT. */
 static int xz_decode(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen)
 {
 	lzma_stream strm = LZMA_STREAM_INIT;
@@ -148,7 +156,7 @@ static int xz_decode(const uint8_t *in, size_t inlen, uint8_t **out, size_t *out
 	lzma_ret ret;
 	int err = -EINVAL;
 
-	if (lzma_stream_decoder(&strm, UINT64_MAX, 0) != LZMA_OK)
+	if (lzma_stream_decoder(&strm, MINIDEBUG_MEMLIMIT, 0) != LZMA_OK)
 		return -ENOMEM;
 	strm.next_in = in;
 	strm.avail_in = inlen;
@@ -163,6 +171,8 @@ static int xz_decode(const uint8_t *in, size_t inlen, uint8_t **out, size_t *out
 		ret = lzma_code(&strm, LZMA_FINISH);
 		if (ret == LZMA_STREAM_END)
 			break;
+		if (ret == LZMA_MEMLIMIT_ERROR)
+			err = -E2BIG;
 		if (ret != LZMA_OK && ret != LZMA_BUF_ERROR)
 			goto out;
 		if (strm.avail_out)	/* stuck with room left: truncated input */
@@ -180,7 +190,7 @@ out:
 }
 
 /* .gnu_debugdata: the .symtab of an embedded xz-compressed ELF. */
-static int add_minidebuginfo(struct symtab *tab, Elf *e)
+static int add_minidebuginfo(struct elf_syms *es, Elf *e, const char *path)
 {
 	Elf_Scn *scn = find_section(e, ".gnu_debugdata");
 	Elf_Data *data = scn ? elf_rawdata(scn, NULL) : NULL;
@@ -193,25 +203,39 @@ static int add_minidebuginfo(struct symtab *tab, Elf *e)
 	if (!data || !data->d_size)
 		return 0;
 	err = xz_decode(data->d_buf, data->d_size, &image, &len);
+	if (err == -E2BIG) {
+		es->xz_refused = true;
+		log_warn("%s: .gnu_debugdata needs more than %" PRIu64 " MiB to inflate: refused (its names are "
+			 "lost)", path, MINIDEBUG_MEMLIMIT >> 20);
+	}
 	if (err)
 		return err == -ENOMEM ? err : 0;	/* a corrupt section only costs names */
 	mini = elf_memory((char *)image, len);
-	err = mini ? add_symbols(tab, mini, SHT_SYMTAB, &found) : 0;
+	err = mini ? add_symbols(&es->tab, mini, SHT_SYMTAB, &found) : 0;
 	if (mini)
 		elf_end(mini);
 	free(image);
 	return err;
 }
 
-/* Adds the .symtab of debug file @path if it belongs to @es.  1: added, 0: not usable. */
-static int add_debug_file(struct elf_syms *es, const char *path)
+/* A debug file is mmapped, not read: bounded only against a sparse file of any size. */
+#define MAX_DEBUG_FILE_SIZE	(4ull << 30)
+
+/*
+ * Adds the .symtab of debug file @path, in @root_pid's root, if it belongs to
+ * @es.  1: added, 0: not usable.  Only there: a debug file of our own root
+ * would be one the process named, not its own.
+ */
+static int add_debug_file(struct elf_syms *es, uint32_t root_pid, const char *path)
 {
 	char id[ELFSYMS_BUILD_ID_HEX];
 	bool found = false;
 	int fd, err = 0;
 	Elf *e;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!root_pid)
+		return 0;
+	fd = target_open(root_pid, path, MAX_DEBUG_FILE_SIZE, 0, NULL);
 	if (fd < 0)
 		return 0;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -230,18 +254,7 @@ out:
 	return found;
 }
 
-/* Tries @path under @root first (the process's view), then in ours. */
-static int add_debug_rooted(struct elf_syms *es, const char *root, const char *path)
-{
-	char full[PATH_MAX];
-	int ret = 0;
-
-	if (root[0] && snprintf(full, sizeof(full), "%s%s", root, path) < (int)sizeof(full))
-		ret = add_debug_file(es, full);
-	return ret ? ret : add_debug_file(es, path);
-}
-
-static int add_build_id_debug(struct elf_syms *es, const char *root)
+static int add_build_id_debug(struct elf_syms *es, uint32_t root_pid)
 {
 	char path[PATH_MAX];
 
@@ -249,11 +262,11 @@ static int add_build_id_debug(struct elf_syms *es, const char *root)
 		return 0;
 	snprintf(path, sizeof(path), DEBUG_ROOT "/.build-id/%.2s/%s.debug",
 		 es->build_id, es->build_id + 2);
-	return add_debug_rooted(es, root, path);
+	return add_debug_file(es, root_pid, path);
 }
 
 /* gdb's search order for a debuglink: next to the file, .debug/, then under /usr/lib/debug. */
-static int add_debuglink_debug(struct elf_syms *es, Elf *e, const char *path, const char *root)
+static int add_debuglink_debug(struct elf_syms *es, Elf *e, const char *path, uint32_t root_pid)
 {
 	static const char *const fmts[] = { "%.*s/%s", "%.*s/.debug/%s", DEBUG_ROOT "%.*s/%s" };
 	const char *slash = strrchr(path, '/');
@@ -269,14 +282,14 @@ static int add_debuglink_debug(struct elf_syms *es, Elf *e, const char *path, co
 	for (i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
 		if (snprintf(cand, sizeof(cand), fmts[i], (int)(slash - path), path, link) >= (int)sizeof(cand))
 			continue;
-		ret = add_debug_rooted(es, root, cand);
+		ret = add_debug_file(es, root_pid, cand);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-static int read_symbols(struct elf_syms *es, Elf *e, const char *path, const char *root)
+static int read_symbols(struct elf_syms *es, Elf *e, const char *path, uint32_t root_pid)
 {
 	bool has_symtab, has_dynsym;
 	int ret;
@@ -286,11 +299,11 @@ static int read_symbols(struct elf_syms *es, Elf *e, const char *path, const cha
 		ret = add_symbols(&es->tab, e, SHT_DYNSYM, &has_dynsym);
 	if (ret || has_symtab)
 		return ret;
-	ret = add_build_id_debug(es, root);
+	ret = add_build_id_debug(es, root_pid);
 	if (!ret)
-		ret = add_debuglink_debug(es, e, path, root);
+		ret = add_debuglink_debug(es, e, path, root_pid);
 	if (!ret)
-		ret = add_minidebuginfo(&es->tab, e);
+		ret = add_minidebuginfo(es, e, path);
 	return ret < 0 ? ret : 0;
 }
 
@@ -317,7 +330,7 @@ static void add_entry_point(struct elf_syms *es, Elf *e)
 		es->nsynthetic++;
 }
 
-int elf_syms_load(struct elf_syms *es, int fd, const char *path, const char *root)
+int elf_syms_load(struct elf_syms *es, int fd, const char *path, uint32_t root_pid)
 {
 	Elf *e;
 	int err;
@@ -336,7 +349,7 @@ int elf_syms_load(struct elf_syms *es, int fd, const char *path, const char *roo
 	cfi_fde_starts(e, &es->fde_starts, &es->fde_ends, &es->nfdes);
 	err = read_loads(es, e);
 	if (!err)
-		err = read_symbols(es, e, path, root);
+		err = read_symbols(es, e, path, root_pid);
 	add_entry_point(es, e);
 	symtab_finish(&es->tab);
 out:

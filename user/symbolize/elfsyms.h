@@ -27,14 +27,16 @@ struct elf_syms {
 	uint64_t *fde_ends;
 	size_t nfdes;
 	size_t nsynthetic;		/* of tab.nsyms, names made up here (_start at the entry point) */
+	bool xz_refused;		/* .gnu_debugdata needed more memory to inflate than allowed */
 };
 
 /*
- * Reads the ELF open at @fd.  @path is the file's path inside @root (a
- * "/proc/PID/root" prefix, or "" for ours): used to find debug files.
+ * Reads the ELF open at @fd.  @path is the file's path as process
+ * @root_pid sees it: its debug files are looked for in that process's root
+ * only (safe_open.h's target_open), none when @root_pid is 0.
  * Returns 0 or -errno; on error @es is empty but safe to use and free.
  */
-int elf_syms_load(struct elf_syms *es, int fd, const char *path, const char *root);
+int elf_syms_load(struct elf_syms *es, int fd, const char *path, uint32_t root_pid);
 void elf_syms_free(struct elf_syms *es);
 
 /* File offset -> link-time address through the PT_LOAD holding it. */

@@ -42,6 +42,7 @@
 #include "elfsyms.h"
 #include "kallsyms.h"
 #include "procmaps.h"
+#include "safe_open.h"
 #include "strintern.h"
 #include "cfi.h"
 #include "symbolize.h"
@@ -54,6 +55,12 @@
 #define MAX_FILES	8192		/* files beyond are named module+0xOFF */
 #define MAX_OPEN_FDS	256		/* beyond, files are read at once and closed */
 #define MAX_JIT_SYMS	(1u << 20)
+/* A perf map is the process's to write: every line counts, bounded in length, the file in size. */
+#define MAX_JIT_LINES	(2u * MAX_JIT_SYMS)
+#define MAX_JIT_LINE	4096
+#define MAX_PERF_MAP_SIZE	(256ull << 20)
+/* An ELF file is mmapped, not read: bounded only against a sparse file of any size. */
+#define MAX_ELF_SIZE	(4ull << 30)
 #define MAX_NAME_BYTES	(256u << 20)	/* interned names (module+0xOFF, JIT) */
 #define CACHE_LIMIT_DEFAULT	(64u << 20)
 #define REFRESH_NS	1000000000ull	/* re-read maps on a miss at most once a second */
@@ -97,6 +104,7 @@ struct proc {
 	uint32_t tgid;
 	uint64_t start_time;		/* proc_start_time(): tells a reused pid apart; 0 unknown */
 	bool gone;			/* had exited at the last trim: forgotten at the next */
+	unsigned int perf_map_refused;	/* reads of its perf map refused (counted once in the symbolizer) */
 	size_t bytes;			/* what its maps and JIT symbols take */
 	uint64_t last_used;		/* symbolizer tick, for eviction */
 	uint64_t refreshed_ns;
@@ -117,6 +125,8 @@ struct symbolizer {
 	size_t nmappings, mappings_cap;
 	size_t mapping_bytes, file_bytes, proc_bytes;
 	uint64_t files_dropped, tables_unloaded, procs_dropped, pids_reused;
+	uint64_t xz_refused;		/* minidebuginfo over the decoder's memory limit */
+	uint64_t files_refused, perf_maps_refused;
 	struct strintern names;
 	struct kallsyms ksyms;
 	bool kernel_tried, ksyms_ok;
@@ -323,15 +333,14 @@ static size_t file_tables_bytes(const struct elf_file *f)
 
 static void file_load(struct symbolizer *sym, struct elf_file *f)
 {
-	char root[64];
 	int err;
 
 	if (f->loaded || f->fd < 0)
 		return;
-	snprintf(root, sizeof(root), "/proc/%u/root", f->opener);
-	err = elf_syms_load(&f->syms, f->fd, f->path, root);
+	err = elf_syms_load(&f->syms, f->fd, f->path, f->opener);
 	if (err)
 		log_info("no symbols from %s: %s", f->path, strerror(-err));
+	sym->xz_refused += f->syms.xz_refused;
 	close(f->fd);
 	f->fd = -1;
 	sym->open_fds--;
@@ -358,20 +367,36 @@ static void file_unload(struct symbolizer *sym, struct elf_file *f)
 	sym->tables_unloaded++;
 }
 
-/* map_files works for deleted files and memfd; the root path for other namespaces. */
-static int open_mapped(uint32_t tgid, const struct proc_map *m, const char *path)
+/*
+ * Whether @st is the file a maps line names @dev:@ino.  The inode always;
+ * the device unless stat gives an anonymous one (major 0), as btrfs
+ * subvolumes and overlayfs do where maps shows the backing device.
+ */
+static bool same_file(const struct stat *st, dev_t dev, ino_t ino)
 {
-	char buf[PATH_MAX + 64];
-	int fd;
+	return st->st_ino == ino && (st->st_dev == dev || major(st->st_dev) == 0);
+}
 
-	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, m->start, m->end);
-	fd = open(buf, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	if (snprintf(buf, sizeof(buf), "/proc/%u/root%s", tgid, path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	fd = open(buf, O_RDONLY | O_CLOEXEC);
-	return fd >= 0 ? fd : -errno;
+/*
+ * @m's file, named @dev:@ino by its maps line: map_files works for deleted
+ * files and memfd, the root path (target_open) for other namespaces.  Only
+ * that file, cached under that name: a process that unmapped it meanwhile
+ * would have another file at the path read and kept for every process that
+ * maps @dev:@ino (under overlayfs, every container of an image).
+ */
+static int open_mapped(struct symbolizer *sym, uint32_t tgid, const struct proc_map *m, const char *path,
+		       dev_t dev, ino_t ino)
+{
+	struct stat st;
+	int fd = target_open_mapped(tgid, m->start, m->end, path, MAX_ELF_SIZE, &st);
+
+	if (fd >= 0 && !same_file(&st, dev, ino)) {
+		close(fd);
+		fd = -ESTALE;
+	}
+	if (fd == -ESTALE || fd == -EINVAL || fd == -EFBIG || fd == -ELOOP)
+		sym->files_refused++;
+	return fd;
 }
 
 /* Into the file table; the struct and path count in the cache's bytes. */
@@ -419,7 +444,7 @@ static struct elf_file *file_get(struct symbolizer *sym, uint32_t tgid, const st
 		return NULL;
 	if (str_ends_with(path, DELETED))
 		path[strlen(path) - strlen(DELETED)] = '\0';
-	fd = open_mapped(tgid, m, path);
+	fd = open_mapped(sym, tgid, m, path, dev, ino);
 	f = fd >= 0 ? calloc_logged(1, sizeof(*f)) : NULL;
 	if (!f) {
 		if (fd >= 0)
@@ -501,24 +526,20 @@ static void maps_free(struct proc_map *maps, size_t n)
 /* Parses one maps line into @m if executable.  1: kept, 0: skipped, <0: error. */
 static int parse_map(struct symbolizer *sym, uint32_t tgid, char *line, struct proc_map *m)
 {
-	unsigned int major, minor;
-	uint64_t ino;
-	char perms[5] = "";	/* a perms word shorter than 3 leaves perms[2] unwritten */
-	int pos = 0;
+	struct maps_line ml;
 
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
-		   &m->start, &m->end, perms, &m->offset, &major, &minor, &ino, &pos) < 7 || !pos)
+	if (!maps_line_parse(line, &ml) || ml.perms[2] != 'x')
 		return 0;
-	if (perms[2] != 'x')
-		return 0;
-	line[strcspn(line, "\n")] = '\0';
-	m->path = strdup_logged(line[pos] ? line + pos : ANON_PATH);
+	m->start = ml.start;
+	m->end = ml.end;
+	m->offset = ml.offset;
+	m->path = strdup_logged(ml.path[0] ? ml.path : ANON_PATH);
 	if (!m->path)
 		return -ENOMEM;
 	m->file = NULL;
 	m->handed = NULL;
-	if (m->path[0] == '/' && ino)
-		m->file = file_get(sym, tgid, m, makedev(major, minor), (ino_t)ino);
+	if (maps_line_is_file(&ml))
+		m->file = file_get(sym, tgid, m, makedev(ml.major, ml.minor), (ino_t)ml.ino);
 	else if (strcmp(m->path, "[vdso]") == 0)
 		m->file = vdso_file(sym);
 	if (m->file)
@@ -606,43 +627,83 @@ static void maps_carry_over(struct proc_map *old, size_t nold, struct proc_map *
 
 /* ---- JIT symbols: /tmp/perf-PID.map, "START SIZE name" in hex ---- */
 
-/* The pid as the process sees it (its perf map is named after that one). */
-static uint32_t ns_pid(uint32_t tgid)
+/* What /proc/PID/status says of a process that its perf map is checked against. */
+struct proc_ids {
+	uint32_t ns_pid;	/* the pid as the process sees it (its perf map is named after that one) */
+	uint32_t uid, euid;	/* real and effective, as seen from here */
+	bool uids_known;
+};
+
+static struct proc_ids proc_ids(uint32_t tgid)
 {
+	struct proc_ids ids = { .ns_pid = tgid };
 	char path[64], *line = NULL, *last;
-	uint32_t pid = tgid;
+	unsigned int uid, euid;
 	size_t cap = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%u/status", tgid);
 	f = fopen(path, "re");
 	if (!f)
-		return tgid;
+		return ids;
 	while (getline(&line, &cap, f) > 0) {
-		if (strncmp(line, "NSpid:", 6))
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		last = strrchr(line, '\t');
-		if (last)
-			pid = (uint32_t)strtoul(last + 1, NULL, 10);
-		break;
+		if (sscanf(line, "Uid: %u %u", &uid, &euid) == 2) {
+			ids.uid = uid;
+			ids.euid = euid;
+			ids.uids_known = true;
+		} else if (strncmp(line, "NSpid:", 6) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			last = strrchr(line, '\t');
+			if (last && strtoul(last + 1, NULL, 10))
+				ids.ns_pid = (uint32_t)strtoul(last + 1, NULL, 10);
+			break;	/* after Uid: */
+		}
 	}
 	free(line);
 	fclose(f);
-	return pid ? pid : tgid;
+	return ids;
 }
 
-static FILE *perf_map_open(uint32_t tgid)
+/*
+ * @tgid's /tmp/perf-PID.map, in its own root: a regular file, not a symlink,
+ * not over MAX_PERF_MAP_SIZE, owned by the process's user or root.  perf's
+ * dso__load refuses a map "not owned by current user or root"; run as root
+ * that would accept any user's file, so the owner asked is the process's.
+ * Never our own map (whoever made /tmp/perf-<our pid>.map is not us: aperture
+ * has no JIT), never a file of our root for a process in another.  NULL with
+ * -errno in *@err; 0 when there is simply none.
+ */
+static FILE *perf_map_open(uint32_t tgid, int *err)
 {
-	char path[96];
+	struct proc_ids ids;
+	char path[64];
+	struct stat st;
 	FILE *f;
+	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", tgid, ns_pid(tgid));
-	f = fopen(path, "re");
-	if (f)
-		return f;
-	snprintf(path, sizeof(path), "/tmp/perf-%u.map", tgid);
-	return fopen(path, "re");
+	*err = 0;
+	if (tgid == (uint32_t)getpid())
+		return NULL;
+	ids = proc_ids(tgid);
+	if (!ids.uids_known)
+		return NULL;	/* gone */
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", ids.ns_pid);
+	fd = target_open(tgid, path, MAX_PERF_MAP_SIZE, TARGET_NOFOLLOW, &st);
+	if (fd < 0) {
+		*err = fd == -ENOENT || fd == -ESRCH ? 0 : fd;
+		return NULL;
+	}
+	if (st.st_uid && st.st_uid != ids.uid && st.st_uid != ids.euid) {
+		close(fd);
+		*err = -EPERM;
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		*err = -errno;
+		close(fd);
+	}
+	return f;
 }
 
 static int perf_map_line(struct symtab *tab, char *line, uint32_t lineno)
@@ -664,27 +725,64 @@ static int perf_map_line(struct symtab *tab, char *line, uint32_t lineno)
 	return symtab_add(tab, start, size, end, UINT32_MAX - lineno);
 }
 
-/* Replaces @jit with the symbols of @f, a perf map (or, for the fuzzer, any bytes). */
+/*
+ * The next line of @f into @buf, cut to @len - 1 bytes (the rest of a longer
+ * line read and dropped, within MAX_PERF_MAP_SIZE of the file); false at the
+ * end.  *@whole: the line fit.
+ */
+static bool perf_map_getline(FILE *f, char *buf, size_t len, bool *whole)
+{
+	char rest[256];
+	size_t n;
+
+	if (!fgets(buf, (int)len, f))
+		return false;
+	n = strlen(buf);
+	*whole = n + 1 < len || buf[n - 1] == '\n' || feof(f);
+	if (*whole)
+		return true;
+	while (fgets(rest, sizeof(rest), f) && !strchr(rest, '\n'))
+		if (ftello(f) > (off_t)MAX_PERF_MAP_SIZE)
+			break;
+	return true;
+}
+
+/*
+ * Replaces @jit with the symbols of @f, a perf map (or, for the fuzzer, any
+ * bytes).  Every line counts toward MAX_JIT_LINES, parsed or not, and the
+ * bytes read toward MAX_PERF_MAP_SIZE: a file that grows as it is read ends too.
+ */
 static void perf_map_parse(struct symtab *jit, FILE *f)
 {
-	char *line = NULL;
+	char line[MAX_JIT_LINE];
 	uint32_t lineno = 0;
-	size_t cap = 0;
+	bool whole;
 
 	symtab_free(jit);
-	while (getline(&line, &cap, f) > 0 && jit->nsyms < MAX_JIT_SYMS)
-		if (perf_map_line(jit, line, ++lineno))
+	while (lineno < MAX_JIT_LINES && jit->nsyms < MAX_JIT_SYMS && perf_map_getline(f, line, sizeof(line), &whole)) {
+		lineno++;
+		if (whole && perf_map_line(jit, line, lineno))
 			break;
-	free(line);
+		if (ftello(f) > (off_t)MAX_PERF_MAP_SIZE)
+			break;
+	}
 	symtab_finish(jit);
 }
 
-static void perf_map_read(struct proc *p)
+static void perf_map_read(struct symbolizer *sym, struct proc *p)
 {
-	FILE *f = perf_map_open(p->tgid);
+	int err;
+	FILE *f = perf_map_open(p->tgid, &err);
 
-	if (!f)
+	if (!f) {
+		if (err && !p->perf_map_refused)
+			log_info("pid %u: /tmp/perf-PID.map not read: %s", p->tgid,
+				 err == -EPERM ? "not owned by the process's user or root" :
+				 err == -EINVAL ? "not a regular file" : strerror(-err));
+		if (err && !p->perf_map_refused++)
+			sym->perf_maps_refused++;
 		return;
+	}
 	perf_map_parse(&p->jit, f);
 	fclose(f);
 }
@@ -762,7 +860,7 @@ static int proc_add(struct symbolizer *sym, uint32_t tgid, struct proc **out)
 		free(p);
 		return err;
 	}
-	perf_map_read(p);
+	perf_map_read(sym, p);
 	p->refreshed_ns = p->tracked_ns = now_ns(CLOCK_MONOTONIC);
 	if (sym->nprocs >= MAX_PROCS)
 		proc_evict_one(sym);
@@ -807,7 +905,7 @@ static void proc_refresh_maps(struct symbolizer *sym, struct proc *p)
 	maps_free(p->maps, p->nmaps);
 	p->maps = maps;
 	p->nmaps = n;
-	perf_map_read(p);
+	perf_map_read(sym, p);
 	proc_account(sym, p);
 }
 
@@ -894,9 +992,9 @@ static void file_reload(struct symbolizer *sym, uint32_t tgid, struct proc_map *
 
 	if (f->loaded || f->fd >= 0)
 		return;
-	fd = open_mapped(tgid, m, f->path);
+	fd = open_mapped(sym, tgid, m, f->path, f->dev, f->ino);
 	if (fd < 0)
-		return;	/* the process is gone: module+0xOFF frames */
+		return;	/* the process is gone, or maps another file now: module+0xOFF frames */
 	f->fd = fd;
 	f->opener = tgid;
 	sym->open_fds++;
@@ -929,7 +1027,7 @@ static void user_jit_frame(struct symbolizer *sym, struct proc *p, struct proc_m
 	out->module_offset = out->addr - m->start + m->offset;
 	frame_symbol(out, &p->jit, out->addr);
 	if (!out->function && proc_may_refresh(p)) {
-		perf_map_read(p);
+		perf_map_read(sym, p);
 		proc_account(sym, p);
 		frame_symbol(out, &p->jit, out->addr);
 	}
@@ -1092,6 +1190,8 @@ void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out)
 		.files = sym->nfiles, .files_max = MAX_FILES,
 		.files_dropped = sym->files_dropped, .tables_unloaded = sym->tables_unloaded,
 		.procs_dropped = sym->procs_dropped, .pids_reused = sym->pids_reused,
+		.xz_refused = sym->xz_refused,
+		.files_refused = sym->files_refused, .perf_maps_refused = sym->perf_maps_refused,
 	};
 }
 

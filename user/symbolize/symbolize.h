@@ -89,6 +89,9 @@ struct sym_usage {
 	uint64_t tables_unloaded;	/* symbol tables dropped over the limit, read again on demand */
 	uint64_t procs_dropped;		/* exited, or least recently used over a limit */
 	uint64_t pids_reused;		/* a new process under a known pid: started afresh */
+	uint64_t xz_refused;		/* minidebuginfo refused: over the decoder's memory limit */
+	uint64_t files_refused;		/* opened file not the one mapped, not regular, or too large */
+	uint64_t perf_maps_refused;	/* processes whose perf map was not regular, too large or not theirs */
 };
 void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out);
 

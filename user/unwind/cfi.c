@@ -190,6 +190,10 @@ static int rows_of_function(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, stru
 		bool signal = false;
 		struct unwind_row row = { 0 };
 
+		/* libdw replays the FDE from its start for each row: row n costs n + 1 steps. */
+		t->work += (size_t)n + 1;
+		if (t->work > CFI_MAX_FILE_WORK)
+			return -E2BIG;
 		if (dwarf_cfi_addrframe(cfi, addr, &frame))
 			break;	/* past the FDE's end */
 		dwarf_frame_info(frame, &lo, &hi, &signal);
@@ -382,11 +386,26 @@ struct cie_encoding {
 	int encoding;
 };
 
-static int cie_encoding_of(struct cie_encoding *cies, size_t ncies, Dwarf_Off offset)
+/*
+ * By binary search: the CIEs are appended as the walk meets them, and the
+ * walk's offsets only grow (each entry's next is past its own length), so
+ * the array is sorted.  A linear search made a file of a million CIEs and
+ * FDEs 1e12 steps.
+ */
+static int cie_encoding_of(const struct cie_encoding *cies, size_t ncies, Dwarf_Off offset)
 {
-	for (size_t i = 0; i < ncies; i++)
-		if (cies[i].offset == offset)
-			return cies[i].encoding;
+	size_t lo = 0, hi = ncies;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cies[mid].offset == offset)
+			return cies[mid].encoding;
+		if (cies[mid].offset < offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return -1;
 }
 
@@ -411,8 +430,11 @@ static bool fde_range_of(const Dwarf_FDE *fde, int enc, uint64_t eh_vaddr, const
 	return range != 0;
 }
 
-/* Every FDE's [start, end) from .eh_frame, sorted: the walk every static binary needs. */
-static int fde_ranges_scan(Elf *elf, struct fde_range **out, size_t *nout)
+/*
+ * Every FDE's [start, end) from .eh_frame, sorted: the walk every static
+ * binary needs.  Each entry costs @work one step; -E2BIG past CFI_MAX_FILE_WORK.
+ */
+static int fde_ranges_scan(Elf *elf, struct fde_range **out, size_t *nout, size_t *work)
 {
 	GElf_Shdr shdr;
 	Elf_Scn *scn = section_named(elf, ".eh_frame", &shdr);
@@ -420,7 +442,7 @@ static int fde_ranges_scan(Elf *elf, struct fde_range **out, size_t *nout)
 	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
 	struct cie_encoding *cies = NULL;
 	struct fde_range *ranges = NULL, range;
-	size_t ncies = 0, nranges = 0, cap = 0;
+	size_t ncies = 0, cies_cap = 0, nranges = 0, cap = 0;
 	Dwarf_Off off = 0, next;
 	Dwarf_CFI_Entry entry;
 	int err = 0;
@@ -428,13 +450,12 @@ static int fde_ranges_scan(Elf *elf, struct fde_range **out, size_t *nout)
 	if (!data || !ident)
 		return -ENOENT;
 	while (!err && dwarf_next_cfi(ident, data, true, off, &next, &entry) == 0) {
-		if (dwarf_cfi_cie_p(&entry)) {
-			struct cie_encoding *grown = realloc(cies, (ncies + 1) * sizeof(*grown));
-
-			if (!grown)
-				err = -ENOMEM;
-			else
-				(cies = grown)[ncies++] = (struct cie_encoding){ off, cie_fde_encoding(&entry.cie) };
+		if (++*work > CFI_MAX_FILE_WORK || next <= off) {
+			err = next <= off ? -EINVAL : -E2BIG;	/* (libdw never goes back: checked) */
+		} else if (dwarf_cfi_cie_p(&entry)) {
+			err = array_reserve((void **)&cies, &cies_cap, ncies, sizeof(*cies), 16);
+			if (!err)
+				cies[ncies++] = (struct cie_encoding){ off, cie_fde_encoding(&entry.cie) };
 		} else if (fde_range_of(&entry.fde, cie_encoding_of(cies, ncies, entry.fde.CIE_pointer),
 					 shdr.sh_addr, data, &range)) {
 			err = array_reserve((void **)&ranges, &cap, nranges, sizeof(*ranges), 256);
@@ -456,11 +477,11 @@ static int fde_ranges_scan(Elf *elf, struct fde_range **out, size_t *nout)
 	return 0;
 }
 
-static int fde_starts_scan(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts)
+static int fde_starts_scan(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts, size_t *work)
 {
 	struct fde_range *ranges;
 	size_t n;
-	int err = fde_ranges_scan(elf, &ranges, &n);
+	int err = fde_ranges_scan(elf, &ranges, &n, work);
 
 	if (err)
 		return err;
@@ -482,11 +503,18 @@ static int fde_starts_scan(Elf *elf, uint64_t **starts, uint64_t **ends, size_t 
 	return 0;
 }
 
-int cfi_fde_starts(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts)
+static int fde_starts(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts, size_t *work)
 {
 	int err = fde_starts_from_hdr(elf, starts, ends, nstarts);
 
-	return err == -ENOENT ? fde_starts_scan(elf, starts, ends, nstarts) : err;
+	return err == -ENOENT ? fde_starts_scan(elf, starts, ends, nstarts, work) : err;
+}
+
+int cfi_fde_starts(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts)
+{
+	size_t work = 0;
+
+	return fde_starts(elf, starts, ends, nstarts, &work);
 }
 
 /* From .eh_frame_hdr's search table (sorted already): what every dynamic binary has. */
@@ -545,7 +573,7 @@ int cfi_table_build(Elf *elf, struct cfi_table *t)
 	if (!section_named(elf, ".eh_frame", &shdr))
 		return -ENOENT;
 	t->eh_frame_bytes = shdr.sh_size;
-	err = cfi_fde_starts(elf, &t->fde_starts, &t->fde_ends, &t->nfdes);
+	err = fde_starts(elf, &t->fde_starts, &t->fde_ends, &t->nfdes, &t->work);
 	if (err)
 		return err;
 	cfi = dwarf_getcfi_elf(elf);

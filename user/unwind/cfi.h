@@ -19,6 +19,7 @@ struct cfi_table {
 	size_t nfdes;
 	size_t eh_frame_bytes;		/* size of .eh_frame, for the memory report */
 	size_t unsupported;		/* rows whose CFA rule the walk cannot follow (it stops there) */
+	size_t work;			/* steps taken to build it (see CFI_MAX_FILE_WORK) */
 };
 
 /*
@@ -31,9 +32,19 @@ struct cfi_table {
 #define CFI_MAX_FUNCTION_ROWS 1024
 
 /*
+ * The steps one file may take, past which it gets no table (-E2BIG): an
+ * .eh_frame entry walked for want of .eh_frame_hdr is one, a row is one more
+ * than the rows before it in its function (libdw's replay).  The largest real
+ * file here, libclang-cpp.so.14 (59 MB, 83k functions, 1M rows), takes 12M
+ * (570 ms); 30k functions of 1024 rows each (tests/tools/gen_ehframe.py, a
+ * 117 MB file) took 1.6e10 steps and 92 s before this bound.
+ */
+#define CFI_MAX_FILE_WORK ((size_t)32 << 20)
+
+/*
  * Builds @t from the ELF @elf.  Returns 0, -ENOENT when the file has no
  * .eh_frame/.eh_frame_hdr the walk can use, -ERANGE when its addresses do not
- * fit the rows' 32 bits, or -ENOMEM.  @t is empty but safe to free on error.
+ * fit the rows' 32 bits, -E2BIG past CFI_MAX_FILE_WORK, or -ENOMEM.  @t is empty but safe to free on error.
  */
 int cfi_table_build(Elf *elf, struct cfi_table *t);
 void cfi_table_free(struct cfi_table *t);
@@ -41,7 +52,8 @@ void cfi_table_free(struct cfi_table *t);
 /*
  * The functions' start addresses from .eh_frame_hdr's sorted table, and their
  * ends (0 where the FDE is not in the usual form), into malloc'd arrays:
- * 0, -ENOENT (no table in a layout we read) or -ENOMEM.
+ * 0, -ENOENT (no table in a layout we read), -E2BIG (.eh_frame walked for
+ * want of the table, past CFI_MAX_FILE_WORK entries) or -ENOMEM.
  */
 int cfi_fde_starts(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts);
 

@@ -36,9 +36,12 @@
 #include "unwinder.h"
 #include "util.h"
 #include "procmaps.h"
+#include "safe_open.h"
 
 #define MAX_LOADS 8
 #define ROWS_BATCH 4096
+/* An ELF file is mmapped, not read: bounded only against a sparse file of any size. */
+#define MAX_ELF_SIZE (4ull << 30)
 
 struct unwind_file {
 	uint64_t dev, ino;
@@ -103,6 +106,7 @@ struct unwinder {
 	uint64_t eh_frame_bytes;
 	uint64_t build_ns;
 	uint32_t files_without;		/* no .eh_frame (or none the walk can use) */
+	uint32_t files_refused;		/* over CFI_MAX_FILE_WORK steps to build: hostile or broken */
 	uint32_t files_no_room;		/* rows array full, even after evicting */
 	uint32_t files_evicted;		/* rows freed for others' (no live process mapped them) */
 	uint32_t procs_written;
@@ -113,7 +117,7 @@ struct unwinder {
 };
 
 static struct unwind_file *file_get(struct unwinder *u, uint32_t tgid, uint64_t start, uint64_t end,
-				    const char *path);
+				    const char *path, uint64_t ino);
 
 /*
  * Nearly every process maps the host's libc and dynamic loader: their tables
@@ -131,7 +135,7 @@ static void prebuild_host_libc(struct unwinder *u)
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		if (access(paths[i], R_OK) == 0)
-			file_get(u, self, 0, 0, paths[i]);	/* no map_files entry: the root path */
+			file_get(u, self, 0, 0, paths[i], 0);	/* no map_files entry: the root path */
 }
 
 static int track_now(struct unwinder *u, uint32_t tgid);
@@ -367,6 +371,12 @@ static void file_build(struct unwinder *u, struct unwind_file *f, Elf *elf, cons
 	elf_build_id_hex(elf, f->build_id, sizeof(f->build_id));
 	err = cfi_table_build(elf, &t);
 	u->build_ns += now_ns(CLOCK_MONOTONIC) - start;
+	if (err == -E2BIG) {
+		u->files_refused++;
+		log_warn("unwind: no table for %s: over %zu steps to build (its .eh_frame is hostile or broken)",
+			 what, (size_t)CFI_MAX_FILE_WORK);
+		return;
+	}
 	if (err) {
 		u->files_without++;
 		log_info("unwind: no table for %s: %s", what, strerror(-err));
@@ -404,32 +414,23 @@ static struct unwind_file *file_add(struct unwinder *u, uint64_t dev, uint64_t i
 	return grown;
 }
 
-/* map_files works for deleted files and other mount namespaces; the root path when it does not. */
-static int open_mapped(uint32_t tgid, uint64_t start, uint64_t end, const char *path)
-{
-	char buf[4096 + 64];
-	int fd;
-
-	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, start, end);
-	fd = open(buf, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	if (snprintf(buf, sizeof(buf), "/proc/%u/root%s", tgid, path) >= (int)sizeof(buf))
-		return -1;
-	return open(buf, O_RDONLY | O_CLOEXEC);
-}
-
+/*
+ * The tables of the file mapped at [@start, @end), inode @ino by its maps
+ * line (0: a file of ours, no line).  Cached by what fstat says the fd is;
+ * a file that is not the one mapped (replaced at its path since) is none:
+ * its rows would unwind another code.
+ */
 static struct unwind_file *file_get(struct unwinder *u, uint32_t tgid, uint64_t start, uint64_t end,
-				    const char *path)
+				    const char *path, uint64_t ino)
 {
 	struct unwind_file *f;
 	struct stat st;
 	Elf *elf;
-	int fd = open_mapped(tgid, start, end, path);
+	int fd = target_open_mapped(tgid, start, end, path, MAX_ELF_SIZE, &st);
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st)) {
+	if (ino && st.st_ino != ino) {
 		close(fd);
 		return NULL;
 	}
@@ -587,34 +588,27 @@ static uint32_t file_list(struct unwinder *u, struct unwind_file *f, uint32_t tg
 /* One executable maps line into @m; false for lines the walk has no use for. */
 static bool mapping_from_line(struct unwinder *u, uint32_t tgid, char *line, struct unwind_mapping *m)
 {
-	uint64_t start, end, offset, ino;
-	unsigned int major, minor;
-	char perms[5] = "";	/* a perms word shorter than 3 leaves perms[2] unwritten */
-	const char *path;
 	struct unwind_file *f = NULL;
-	int pos = 0;
+	struct maps_line ml;
 
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
-		   &start, &end, perms, &offset, &major, &minor, &ino, &pos) < 7 || !pos || perms[2] != 'x')
+	if (!maps_line_parse(line, &ml) || ml.perms[2] != 'x')
 		return false;
-	line[strcspn(line, "\n")] = '\0';
-	path = line + pos;
-	if (strcmp(path, "[vsyscall]") == 0)
+	if (strcmp(ml.path, "[vsyscall]") == 0)
 		return false;	/* above the user address space: no walk goes there */
 	memset(m, 0, sizeof(*m));
-	m->start = start;
-	m->end = end;
-	if (path[0] == '/' && ino)
-		f = file_get(u, tgid, start, end, path);
-	else if (strcmp(path, "[vdso]") == 0)
+	m->start = ml.start;
+	m->end = ml.end;
+	if (maps_line_is_file(&ml))
+		f = file_get(u, tgid, ml.start, ml.end, ml.path, ml.ino);
+	else if (strcmp(ml.path, "[vdso]") == 0)
 		f = vdso_get(u);
 	if (f && u->scratch_nfiles < UNWIND_MAX_MAPPINGS) {
 		u->scratch_files[u->scratch_nfiles++] = (uint32_t)(f - u->files);
 		f->last_used = u->clock;
 	}
-	if (!f || !file_bias(f, start, offset, &m->bias))
+	if (!f || !file_bias(f, ml.start, ml.offset, &m->bias))
 		return true;	/* anonymous (JIT) code: frame pointers (nrows 0), hex frames (file_id 0) */
-	m->file_id = file_list(u, f, tgid, start, end, path);
+	m->file_id = file_list(u, f, tgid, ml.start, ml.end, ml.path);
 	/* Files without a table: frame pointers (nrows 0). */
 	if (f->nrows) {
 		m->first_row = f->first_row;
@@ -775,12 +769,12 @@ void unwinder_report(struct unwinder *u, FILE *out)
 	}
 	table_bytes = rows * sizeof(struct unwind_row);
 	fprintf(out, "aperture: unwind tables: %zu files, %" PRIu64 " rows of %u, %.1f MiB (%.0f KiB per MiB of .eh_frame), "
-		"built in %.0f ms; %u files without, %u evicted, %u without room, %u mappings beyond %d "
-		"per process, %u processes not tracked, %zu still queued; %u files named in the files map, "
-		"%u failed (hex frames)\n",
+		"built in %.0f ms; %u files without, %u refused (over the work bound), %u evicted, %u without room, "
+		"%u mappings beyond %d per process, %u processes not tracked, %zu still queued; %u files named in "
+		"the files map, %u failed (hex frames)\n",
 		with, rows, u->rows_cap, table_bytes / 1048576.0,
 		u->eh_frame_bytes ? table_bytes / 1024.0 / (u->eh_frame_bytes / 1048576.0) : 0.0,
-		u->build_ns / 1e6, u->files_without, u->files_evicted, u->files_no_room, u->mappings_dropped,
-		UNWIND_MAX_MAPPINGS, u->procs_full, queued, u->files_listed, u->files_unnamed);
+		u->build_ns / 1e6, u->files_without, u->files_refused, u->files_evicted, u->files_no_room,
+		u->mappings_dropped, UNWIND_MAX_MAPPINGS, u->procs_full, queued, u->files_listed, u->files_unnamed);
 	pthread_mutex_unlock(&u->state_lock);
 }

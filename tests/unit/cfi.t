@@ -1,0 +1,57 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The unwind-table builder (user/unwind/cfi.c) through its driver
+# tests/build/cfitest, against files it must survive: without .eh_frame_hdr
+# it walks .eh_frame itself, and a hostile file (tests/tools/gen_ehframe.py)
+# must cost bounded time.  A normal binary gives the same table either way.
+. "$(dirname "$0")/../lib.sh"
+
+CFITEST="$WL/cfitest"
+GEN="$(dirname "$0")/../tools/gen_ehframe.py"
+[ -x "$CFITEST" ] || skip_all "$CFITEST not built (make -C tests)"
+[ -x "$WL/nofp" ] || skip_all "$WL/nofp not built (make -C tests)"
+command -v objcopy >/dev/null || skip_all "no objcopy"
+
+# table FILE: what the table holds (functions, rows, their hash), not what it cost
+table() { "$CFITEST" "$1" | grep -o 'ok fdes=[0-9]* rows=[0-9]* \|sum=[0-9a-f]*' | tr -d '\n'; }
+# ms LINE: the build time a cfitest line reports
+ms() { sed -n 's/.* ms=\([0-9]*\)$/\1/p' <<<"$1"; }
+
+# 1. Without .eh_frame_hdr (as a hostile or a static binary has it), the same table.
+for f in "$WL/nofp" "$WL/libnofp.so" /usr/lib/x86_64-linux-gnu/libc.so.6; do
+	[ -e "$f" ] || { skip "$f: not here"; continue; }
+	name=$(basename "$f")
+	objcopy --remove-section .eh_frame_hdr "$f" "$TMP/$name.nohdr"
+	ok "$name.nohdr has no .eh_frame_hdr" sh -c "! readelf -S '$TMP/$name.nohdr' | grep -q eh_frame_hdr"
+	with=$(table "$f")
+	diag "$name: $with"
+	ok "$name: a table with the header" grep -q '^ok fdes=[1-9]' <<<"$with"
+	is "$name: the same functions, rows and hash without it" "$(table "$TMP/$name.nohdr")" "$with"
+done
+
+# 2. 300k functions, each with its own CIE, no header: each FDE's CIE found by
+#    binary search (a linear search took 4.5e10 steps).  Every function is in.
+python3 "$GEN" "$TMP/cies" cies 300000
+line=$("$CFITEST" "$TMP/cies")
+diag "$line"
+ok "300k CIEs: a table of 300000 functions" grep -q 'ok fdes=300000 ' <<<"$line"
+ok "300k CIEs: built within 15 s" test "$(ms "$line")" -le 15000
+
+# 3. 2000 functions of 1024 rows each: libdw replays a function from its
+#    start for each row (1e9 steps); refused at the bound, early.
+python3 "$GEN" "$TMP/rows" rows 2000 1024
+line=$("$CFITEST" "$TMP/rows")
+diag "$line"
+ok "2000 x 1024 rows: refused (over the work bound)" grep -q 'error=Argument list too long' <<<"$line"
+ok "2000 x 1024 rows: refused within 5 s" test "$(ms "$line")" -le 5000
+
+# 4. The largest real library here stays under the bound.
+big=/usr/lib/llvm-14/lib/libclang-cpp.so.14
+if [ -e "$big" ]; then
+	line=$("$CFITEST" "$big")
+	diag "$line"
+	ok "libclang-cpp.so.14 (83k functions, 1M rows): built" grep -q '^[^	]*	ok fdes=' <<<"$line"
+else
+	skip "$big: not here"
+fi
+done_testing
