@@ -32,7 +32,8 @@
 #
 # Options:
 #   --deps            only install what this needs (qemu-system-x86 busybox-static cpio file gcc
-#                     protobuf-c-compiler libprotobuf-c-dev zlib1g-dev), then exit
+#                     protobuf-c-compiler libprotobuf-c-dev zlib1g-dev squashfs-tools xz-utils
+#                     zstd kmod), then exit
 #   --no-lockdown     boot each kernel normally only
 #   --modes LIST      comma-separated boot modes (default normal,confidentiality,integrity):
 #                     normal; confidentiality (or lockdown): lockdown=confidentiality;
@@ -46,7 +47,7 @@
 #   APERTURE          the static binary under test (default: aperture at the top of the tree)
 #   KERNELS_DIR       cache and output directory (default: build/kernels in the tree)
 #   BOOT_TIMEOUT      seconds before a boot is killed (default 900)
-#   QEMU_MEM QEMU_SMP guest memory (MiB, default 1024) and CPUs (default 2)
+#   QEMU_MEM QEMU_SMP guest memory (MiB, default 1024; 3072 at least with test files) and CPUs (default 2)
 #   VERBOSE=1         record/run with -vv in the guest (libbpf and verifier logs on failure)
 #   KERNEL_PKG        the Debian kernel package to fetch when no image is given
 #   TEST_SCALE        APERTURE_TEST_SCALE in the guest (default 10)
@@ -98,7 +99,7 @@ while [ $# -gt 0 ]; do
 	--test-modes) TEST_MODES=$2; shift ;;
 	--test-modes=*) TEST_MODES=${1#--test-modes=} ;;
 	--rebuild-root) REBUILD_ROOT=1 ;;
-	-h|--help) sed -n '3,53p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,54p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option $1 (--help)" ;;
 	linux-image-*) [ -f "$1" ] && images+=("$(realpath "$1")") || pkgs+=("$1") ;;
 	*) [ -f "$1" ] || die "$1: no such kernel image"; images+=("$(realpath "$1")") ;;
