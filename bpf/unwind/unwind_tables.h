@@ -53,9 +53,12 @@ struct unwind_mapping {
 	__u32 nrows;		/* 0: no table for this file: frame pointers */
 };
 
+/* unwind_proc.flags */
+#define UNWIND_PROC_PYTHON 1	/* a CPython process: python_procs has its entry */
+
 struct unwind_proc {
 	__u32 nmappings;
-	__u32 pad;
+	__u32 flags;
 	/*
 	 * When the walk last met a pc in no mapping (a library loaded since) and
 	 * asked user space to re-read the maps (rate-limited).

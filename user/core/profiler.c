@@ -75,7 +75,7 @@ static int unwind_resolve(struct profiler *p)
 	static bool told;
 	char why[128];
 
-	p->dwarf = p->fp_in_bpf = false;
+	p->dwarf = p->fp_in_bpf = p->python = false;
 	if (p->opts.stack_mode == STACK_MODE_KERNEL)
 		return 0;
 	/* Frame-pointer walks in BPF too where it can (cheaper than bpf_get_stack's). */
@@ -84,6 +84,7 @@ static int unwind_resolve(struct profiler *p)
 		return 0;
 	if (feature_has(FEAT_DWARF_UNWIND)) {
 		p->dwarf = true;
+		p->python = !p->opts.python_off;	/* CPython's frames are found from the native walk */
 		return 0;
 	}
 	if (p->opts.unwind == UNWIND_DWARF) {
@@ -209,11 +210,14 @@ static int unwind_maps_prepare(struct profiler *p, bool owner)
 {
 	struct bpf_map *rows = bpf_object__find_map_by_name(p->obj, "unwind_rows");
 	struct bpf_map *procs = bpf_object__find_map_by_name(p->obj, "unwind_procs");
+	struct bpf_map *py = bpf_object__find_map_by_name(p->obj, "python_procs");
 	struct profiler_shared *shared = p->opts.shared;
 	int err = 0;
 
-	if (!rows || !procs)
+	if (!rows || !procs || !py)
 		return -ENOENT;	/* every object has them (bpf/unwind/stacks.bpf.h) */
+	if (p->python)
+		err = bpf_map__set_max_entries(py, UNWIND_PROCS_DEFAULT);
 	if (p->dwarf) {
 		err = err ?: bpf_map__set_max_entries(rows, p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT);
 		err = err ?: bpf_map__set_max_entries(procs, UNWIND_PROCS_DEFAULT);
@@ -221,6 +225,7 @@ static int unwind_maps_prepare(struct profiler *p, bool owner)
 	if (!owner && shared && shared->unwind_rows_fd >= 0) {
 		err = err ?: bpf_map__reuse_fd(rows, shared->unwind_rows_fd);
 		err = err ?: bpf_map__reuse_fd(procs, shared->unwind_procs_fd);
+		err = err ?: bpf_map__reuse_fd(py, shared->python_procs_fd);
 	}
 	return err;
 }
@@ -270,6 +275,7 @@ int profiler_take_maps(struct profiler *p)
 	if (shared && shared->unwind_rows_fd < 0) {
 		shared->unwind_rows_fd = dup(bpf_object__find_map_fd_by_name(p->obj, "unwind_rows"));
 		shared->unwind_procs_fd = dup(bpf_object__find_map_fd_by_name(p->obj, "unwind_procs"));
+		shared->python_procs_fd = dup(bpf_object__find_map_fd_by_name(p->obj, "python_procs"));
 	}
 	p->live = 0;
 	return 0;
@@ -295,7 +301,7 @@ void profiler_shared_init(struct profiler_shared *shared)
 	shared->events = NULL;
 	for (int i = 0; i < MAP_SLOT_MAX; i++)
 		shared->fd[i] = -1;
-	shared->unwind_rows_fd = shared->unwind_procs_fd = -1;
+	shared->unwind_rows_fd = shared->unwind_procs_fd = shared->python_procs_fd = -1;
 }
 
 void profiler_shared_close(struct profiler_shared *shared)
@@ -310,7 +316,9 @@ void profiler_shared_close(struct profiler_shared *shared)
 		close(shared->unwind_rows_fd);
 	if (shared->unwind_procs_fd >= 0)
 		close(shared->unwind_procs_fd);
-	shared->unwind_rows_fd = shared->unwind_procs_fd = -1;
+	if (shared->python_procs_fd >= 0)
+		close(shared->python_procs_fd);
+	shared->unwind_rows_fd = shared->unwind_procs_fd = shared->python_procs_fd = -1;
 }
 
 static int write_config(struct profiler *p)
@@ -648,6 +656,12 @@ static int on_process_event(void *arg, void *data, size_t size)
 		if (sink->unwinder)	/* a library loaded since: both need the new maps */
 			unwinder_track(sink->unwinder, event->tgid);
 		symbolizer_track(sink->sym, event->tgid);
+	} else if (event->type == EVENT_PY_STACK) {
+		const struct aperture_py_event *py = data;
+
+		if (size >= sizeof(*py))
+			symbolizer_python_prefetch(sink->sym, py->hdr.tgid, (const uint64_t *)py->ips,
+						   py->depth < APERTURE_MAX_DEPTH ? py->depth : APERTURE_MAX_DEPTH);
 	} else if (sink->raw && size >= sizeof(struct aperture_raw_event))
 		sink->raw(data, sink->ctx);
 	return 0;
@@ -673,6 +687,8 @@ int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct sy
 		p->unwinder = unwinder_new(bpf_object__find_map_fd_by_name(p->obj, "unwind_rows"),
 					   p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT,
 					   bpf_object__find_map_fd_by_name(p->obj, "unwind_procs"));
+	if (p->unwinder && p->python)
+		unwinder_set_python(p->unwinder, bpf_object__find_map_fd_by_name(p->obj, "python_procs"));
 	*p->sink = (struct profiler_sink){ NULL, sym, p->unwinder, fn, ctx };
 	if (!*rb) {
 		*rb = ring_buffer__new(p->fd[MAP_EVENTS], on_process_event, p->sink, NULL);

@@ -57,6 +57,7 @@ struct profiler_shared {
 	struct ring_buffer *events;	/* the owner's reader of MAP_EVENTS (profiler_watch_events), or NULL */
 	int unwind_rows_fd;	/* the DWARF unwinding tables (not pinned: only a loader that */
 	int unwind_procs_fd;	/* watches processes fills them); -1 until created */
+	int python_procs_fd;
 };
 
 void profiler_shared_init(struct profiler_shared *shared);
@@ -81,6 +82,7 @@ struct profiler_opts {
 					 * refers to (profiler_collect_stacks); never with raw events,
 					 * whose stack ids are read later */
 	enum unwind_mode unwind;	/* --unwind */
+	bool python_off;		/* --python off: no CPython frames in stacks */
 	uint32_t unwind_rows;		/* rows map size (0: UNWIND_ROWS_DEFAULT) */
 	uint32_t kinds;			/* (1 << ops->id) of each profiler named on the command line */
 	/* Each kind's struct X_config, written to its NAME_config map. */
@@ -168,6 +170,7 @@ struct profiler {
 	struct profiler_sink *sink;	/* who reads the ring buffer's records (owner only) */
 	bool dwarf;			/* user stacks by DWARF CFI where tables exist (opts.unwind resolved) */
 	bool fp_in_bpf;			/* frame-pointer walks by the BPF program, not bpf_get_stack() */
+	bool python;			/* CPython frames in user stacks (needs dwarf; --python) */
 	struct unwinder *unwinder;	/* builds the tables (owner, once it watches processes) */
 	struct stack_gc *gc;		/* opts.gc_stacks: made at the first flip */
 	bool gc_failed;			/* a pass failed: said once */
@@ -291,6 +294,7 @@ uint64_t profiler_lost(const uint64_t *stats);
 		(p)->skel = __skel;						\
 		__skel->rodata->unwind_dwarf = (p)->dwarf;			\
 		__skel->rodata->unwind_fp_in_bpf = (p)->fp_in_bpf;		\
+		__skel->rodata->python_enabled = (p)->python;			\
 		(p)->obj = __skel->obj;						\
 		__err = profiler_prepare(p);					\
 		if (!__err) {							\

@@ -45,6 +45,7 @@
 #include "strintern.h"
 #include "cfi.h"
 #include "symbolize.h"
+#include "pyframes.h"
 #include "unwind_tables.h"
 #include "util.h"
 
@@ -121,6 +122,7 @@ struct symbolizer {
 	struct kallsyms ksyms;
 	bool kernel_tried, ksyms_ok;
 	struct sym_mapping *kernel_map;
+	struct pyframes *py;		/* CPython code objects' names */
 };
 
 static size_t cache_limit = CACHE_LIMIT_DEFAULT;
@@ -134,8 +136,10 @@ struct symbolizer *symbolizer_new(void)
 {
 	struct symbolizer *sym = calloc_logged(1, sizeof(*sym));
 
-	if (sym)
-		strintern_init(&sym->names, MAX_NAME_BYTES);
+	if (!sym)
+		return NULL;
+	strintern_init(&sym->names, MAX_NAME_BYTES);
+	sym->py = pyframes_new();
 	return sym;
 }
 
@@ -730,6 +734,7 @@ static void proc_drop(struct symbolizer *sym, struct proc *p)
 	sym->nprocs--;
 	sym->proc_bytes -= p->bytes;
 	sym->procs_dropped++;
+	pyframes_forget(sym->py, p->tgid);
 	proc_free(p);
 }
 
@@ -938,6 +943,37 @@ static void user_jit_frame(struct symbolizer *sym, struct proc *p, struct proc_m
 		out->function = strintern(&sym->names, out->function);
 }
 
+void symbolizer_python_prefetch(struct symbolizer *sym, uint32_t tgid, const uint64_t *ips, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		pyframes_prefetch(sym->py, tgid, ips[i]);
+}
+
+/* A Python frame: "qualname (file.py:LINE)", the function qualname, its file and line. */
+static void user_python_frame(struct symbolizer *sym, uint32_t tgid, struct sym_frame *out)
+{
+	struct pyframe_name pn;
+	const char *base;
+	char buf[1024];
+
+	out->addr |= 1;		/* a caller's frame comes at ip - 1 */
+	if (!pyframes_name(sym->py, tgid, out->addr, &pn)) {
+		out->name = "[python]";
+		return;
+	}
+	base = strrchr(pn.filename, '/');
+	base = base ? base + 1 : pn.filename;
+	snprintf(buf, sizeof(buf), "%s (%s:%u)", pn.qualname, base, pn.line);
+	out->function = strintern(&sym->names, pn.qualname);
+	out->file = strintern(&sym->names, pn.filename);
+	out->line = pn.line;
+	out->name = strintern(&sym->names, buf);
+	if (!out->function || !out->file || !out->name) {
+		out->function = out->file = NULL;
+		out->name = "[python]";
+	}
+}
+
 void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struct sym_frame *out)
 {
 	struct proc_map *m;
@@ -953,6 +989,10 @@ void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struc
 	if (addr == APERTURE_IP_NO_TABLES || addr == APERTURE_IP_NO_TABLES - 1) {
 		out->addr = APERTURE_IP_NO_TABLES;
 		out->name = "[before-unwind-tables]";
+		return;
+	}
+	if (pyframes_is_frame(addr)) {
+		user_python_frame(sym, tgid, out);
 		return;
 	}
 	p = proc_get(sym, tgid);
@@ -1093,6 +1133,11 @@ void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out)
 		.files_dropped = sym->files_dropped, .tables_unloaded = sym->tables_unloaded,
 		.procs_dropped = sym->procs_dropped, .pids_reused = sym->pids_reused,
 	};
+	struct pyframes_usage py;
+
+	pyframes_usage(sym->py, &py);
+	out->py_named = py.named;
+	out->py_unnamed = py.unnamed;
 }
 
 /* ---- teardown ---- */
@@ -1121,6 +1166,7 @@ void symbolizer_free(struct symbolizer *sym)
 
 	if (!sym)
 		return;
+	pyframes_free(sym->py);
 	for (b = 0; b < PROC_BUCKETS; b++) {
 		for (p = sym->procs[b]; p; p = next) {
 			next = p->next;

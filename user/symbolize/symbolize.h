@@ -33,6 +33,8 @@ struct sym_frame {
 	const struct sym_mapping *mapping; /* NULL when addr is in no known mapping */
 	uint64_t module_offset;		/* file-relative address (for module+0xOFF and addr2line) */
 	const char *name;		/* what to print: function, "module+0xOFF" or "[unknown]" */
+	const char *file;		/* a Python frame's source file (NULL otherwise) */
+	uint32_t line;			/* and its line (0: none) */
 };
 
 struct symbolizer *symbolizer_new(void);
@@ -63,6 +65,12 @@ char *symbolizer_demangle_name(const char *name);
 /* Fills @out for a user address of @tgid (tracks @tgid first if needed). Never fails: unknown frames get "[unknown]". */
 void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struct sym_frame *out);
 
+/*
+ * A new stack of @tgid with Python frames (EVENT_PY_STACK): reads their code
+ * objects now, while the process has them.
+ */
+void symbolizer_python_prefetch(struct symbolizer *sym, uint32_t tgid, const uint64_t *ips, uint32_t n);
+
 /* Fills @out for a kernel address. */
 void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *out);
 
@@ -89,6 +97,8 @@ struct sym_usage {
 	uint64_t tables_unloaded;	/* symbol tables dropped over the limit, read again on demand */
 	uint64_t procs_dropped;		/* exited, or least recently used over a limit */
 	uint64_t pids_reused;		/* a new process under a known pid: started afresh */
+	uint64_t py_named;		/* Python code objects named */
+	uint64_t py_unnamed;		/* Python frames whose code object could not be read (or had changed) */
 };
 void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out);
 

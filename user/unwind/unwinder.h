@@ -36,6 +36,9 @@ void unwinder_free(struct unwinder *u);
  */
 int unwinder_track(struct unwinder *u, uint32_t tgid);
 
+/* Walks the frames of CPython processes too: writes their entries in @python_procs_fd (not taken). */
+void unwinder_set_python(struct unwinder *u, int python_procs_fd);
+
 /* One line: files, rows, memory, .eh_frame read, build time, what did not fit. */
 void unwinder_report(struct unwinder *u, FILE *out);
 
