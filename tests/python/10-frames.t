@@ -59,6 +59,13 @@ APERTURE_TEST_PYTHON_BAD_TABLE=1 ap_ok "wrong table" bad record -F 499 -d 30 -o 
 ok "a wrong table is refused in a line" grep -qE 'python: pid [0-9]+: .*offsets table is wrong for this binary \(PyCodeObject.co_name is at 120 in the binary, 128 in the table\): not walked' "$TMP/bad.err"
 is "a wrong table: no Python frames" "$(stack_weight "$TMP/bad.folded" '_\(chain\.py:')" 0
 
+# Where the kernel cannot walk DWARF (forced here), doctor says so and Python programs keep native frames.
+ok "doctor: python_frames yes here" grep -q '"python_frames": {"ok": true' "$TMP/doctor.json"
+APERTURE_DISABLE_FEATURES=dwarf_unwind "$APERTURE" doctor --json >"$TMP/nodwarf.json" 2>/dev/null
+ok "doctor: python_frames no without dwarf_unwind" grep -q '"python_frames": {"ok": false' "$TMP/nodwarf.json"
+APERTURE_DISABLE_FEATURES=dwarf_unwind ap_ok "no dwarf" nodwarf record -F 499 -d 30 -o "$TMP/nodwarf.folded" -- /usr/bin/python3.11 "$PY/chain.py" spin 1
+is "without dwarf_unwind: no Python frames" "$(stack_weight "$TMP/nodwarf.folded" '_\(chain\.py:')" 0
+
 # A process that is not Python: untouched (no Python frames, nothing walked).
 ap_ok "not python" notpy record -F 499 -d 30 -o "$TMP/notpy.folded" -- dd if=/dev/zero of=/dev/null bs=1M count=3000
 ok "not python: no Python frames counted" sh -c "! grep -q 'python frames' '$TMP/notpy.err'"

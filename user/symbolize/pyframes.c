@@ -233,6 +233,11 @@ static struct pycode *code_get(struct pyframes *pf, uint32_t tgid, uint64_t ip)
 	return c;
 }
 
+bool pyframes_is_python(struct pyframes *pf, uint32_t tgid)
+{
+	return pf && proc_get(pf, tgid);
+}
+
 void pyframes_prefetch(struct pyframes *pf, uint32_t tgid, uint64_t ip)
 {
 	if (pf && pyframes_is_frame(ip))

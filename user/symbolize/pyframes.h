@@ -28,6 +28,9 @@ void pyframes_free(struct pyframes *pf);
 /* True for an ips[] entry that is a Python frame (a caller's, at ip - 1, too). */
 bool pyframes_is_frame(uint64_t ip);
 
+/* True when @tgid is a CPython process this reader can name (looked at once, then remembered). */
+bool pyframes_is_python(struct pyframes *pf, uint32_t tgid);
+
 /* Reads and keeps the code object of @ip in @tgid now (the stack is new, the process alive). */
 void pyframes_prefetch(struct pyframes *pf, uint32_t tgid, uint64_t ip);
 

@@ -991,7 +991,8 @@ void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struc
 		out->name = "[before-unwind-tables]";
 		return;
 	}
-	if (pyframes_is_frame(addr)) {
+	/* Garbage from a frame-pointer walk may have the tag's bit: only a CPython process has Python frames. */
+	if (pyframes_is_frame(addr) && pyframes_is_python(sym->py, tgid)) {
 		user_python_frame(sym, tgid, out);
 		return;
 	}
