@@ -23,6 +23,8 @@ CHAIN=$ROOT/tests/workloads/python/chain.py
 PY311=/usr/bin/python3.11
 PY38=$(ls -d /root/.pyenv/versions/3.8.*/bin/python3 2>/dev/null | head -n1)
 
+int_of() { awk -v x="$1" 'BEGIN { if (x == "n/a" || x == "") print "n/a"; else printf "%.0f\n", x }'; }
+
 # cpu_s PID: user+sys seconds of PID so far
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo n/a; }
 
@@ -36,11 +38,14 @@ py_frames() {
 # ---------------------------------------------------------------- P1
 declare -A TOOLS
 p1_run() {
-	local hz=$1 pid mode rt cnt
+	local hz=$1 pid mode rt cnt wl
 	timeout -k 5 $((D + 40)) "$PY311" "$CHAIN" spin $((D + 20)) >"$W/p1.wl" 2>&1 &
-	pid=$!
-	BGPIDS+=("$pid")
+	wl=$!
+	BGPIDS+=("$wl")
 	sleep 0.5
+	pid=$(pgrep -P "$wl" | head -n1)	# python, under timeout
+	local t0 t1
+	t0=$(date +%s.%N)
 	for mode in auto off; do
 		start_tool "p1$mode" timeout -k 5 $((D + 90)) "$APERTURE" record -F "$hz" --python "$mode" -p "$pid" \
 			-d $((D + 60)) --top 0 -o "$W/p1$mode.folded" && TOOLS[$mode]=$TOOL_PID
@@ -51,7 +56,7 @@ p1_run() {
 	bpf_stats_of $(for k in "${!TOOLS[@]}"; do prog_ids_of "${TOOLS[$k]}"; done) >"$W/after"
 	for mode in auto off; do echo "$(cpu_s "$(pgrep -P "${TOOLS[$mode]}" | head -n1)")" >"$W/cpu1.$mode"; done
 	stats_delta "$W/before" "$W/after" >"$W/delta"
-	kill_tree "$pid"; wait "$pid" 2>/dev/null
+	kill_tree "$wl"; wait "$wl" 2>/dev/null
 	for mode in auto off; do
 		local ids
 		ids=" $(prog_ids_of "${TOOLS[$mode]}" | tr '\n' ' ')"
@@ -59,11 +64,17 @@ p1_run() {
 		echo "${rt:-n/a} ${cnt:-n/a}" >"$W/p1.rc.$mode"
 	done
 	for mode in auto off; do TOOL_PID=${TOOLS[$mode]}; stop_tool; done
+	t1=$(date +%s.%N)
 	TOOLS=()
+	local rt_off samples
+	read -r rt_off _ <"$W/p1.rc.off"
 	for mode in auto off; do
 		read -r rt cnt <"$W/p1.rc.$mode"
-		printf '  %-8s %5s %9s %9s %9s %12s\n' "$mode" "$hz" "$cnt" "$(ratio_of "$rt" "$cnt" | awk '{ printf "%.0f", $1 }')" \
-			"$( [ "$mode" = auto ] && py_frames "$W/p1$mode.folded" || echo 0)" \
+		# the folded covers the tool's life; the stats the D-second window
+		samples=$(awk -v d="$D" -v a="$t0" -v b="$t1" '{ t += $NF } END { printf "%.0f\n", t * d / (b - a) }' "$W/p1$mode.folded" 2>/dev/null)
+		printf '  %-8s %5s %9s %9s %9s %9s %12s %12s\n' "$mode" "$hz" "$cnt" "$(int_of "$(ratio_of "$rt" "$cnt")")" \
+			"${samples:-n/a}" "$( [ "$mode" = auto ] && py_frames "$W/p1$mode.folded" || echo 0)" \
+			"$( [ "$mode" = auto ] && int_of "$(awk -v a="$rt" -v b="$rt_off" -v n="$samples" 'BEGIN { if (a == "n/a" || b == "n/a" || !n) print "n/a"; else print (a - b) / n }')" || echo -)" \
 			"$(awk -v a="$(cat "$W/cpu0.$mode")" -v b="$(cat "$W/cpu1.$mode")" 'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else printf "%.3f", b - a }')"
 	done
 }
@@ -71,10 +82,11 @@ p1_run() {
 table_p1() {
 	local hz
 	printf '\nP1. aperture record -p on one %s chain.py (c spinning), --python auto and off at once, %s s\n' "$PY311" "$D"
-	printf '  %-8s %5s %9s %9s %9s %12s\n' python Hz runs ns/run pyframes "loader cpu s"
+	printf '  %-8s %5s %9s %9s %9s %9s %12s %12s\n' python Hz runs ns/run samples pyframes "+ns/sample" "loader cpu s"
 	for hz in $P_HZ; do p1_run "$hz"; done
-	printf '  (runs: of oncpu_sample in the window; pyframes: Python frames per sample; loader cpu: user+sys\n'
-	printf '   of the aperture process over the window, naming included)\n'
+	printf '  (runs: of oncpu_sample in the window, every CPU, other processes'"'"' samples filtered out early;\n'
+	printf '   samples: the workload'"'"'s, scaled from the tool'"'"'s life to the window; pyframes: Python frames per sample; +ns/sample: the BPF\n'
+	printf '   run time --python adds, over the workload'"'"'s samples; loader cpu: user+sys over the window)\n'
 }
 
 # ---------------------------------------------------------------- P2
