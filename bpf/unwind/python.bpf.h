@@ -29,9 +29,23 @@ struct {
 	__type(value, struct python_proc);
 } python_procs SEC(".maps");
 
+/*
+ * Per (tgid, code object address): the code object last seen there and its
+ * generation (bpf/unwind/python_tables.h).  LRU: a forgotten address starts
+ * again at generation 0, which the loader then refuses to name for an older
+ * frame only if the identity differs.  Sized by the loader.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct python_code_key);
+	__type(value, struct python_code_seen);
+} python_codes SEC(".maps");
+
 /* Where a stack's walk of Python frames is. */
 struct python_walk {
 	struct python_proc *proc;	/* NULL: not a CPython process (the common case: one test per frame) */
+	__u32 tgid;
 	__u64 frame;			/* the next Python frame to show; 0 when none is left */
 	__s32 state;			/* 0: thread state not read yet; 1: walking; -1: done */
 };
@@ -82,21 +96,86 @@ static __always_inline bool python_thread_frame(struct python_walk *pw)
 	return ptr != 0;
 }
 
-/* The instruction index (code units) of @frame running @code. */
-static __always_inline __u64 python_instr(const struct python_proc *py, __u64 frame, __u64 code)
+/* Each Python frame and its code object, read in one piece each (two reads a frame). */
+struct python_buf {
+	__u8 frame[PY_READ_MAX];
+	__u8 code[PY_READ_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct python_buf);
+} python_scratch SEC(".maps");
+
+/* The 8 bytes at @off of @buf (0 when @off is out of it: the loader checked every offset fits). */
+static __always_inline __u64 py_u64(const __u8 *buf, __u32 off)
 {
-	__u64 ptr = 0, base;
-	__s32 lasti = 0;
+	off &= 2 * PY_READ_MAX - 1;
+	if (off > PY_READ_MAX - 8)
+		return 0;
+	return *(const __u64 *)(buf + off);
+}
+
+static __always_inline __u32 py_u32(const __u8 *buf, __u32 off)
+{
+	off &= 2 * PY_READ_MAX - 1;
+	if (off > PY_READ_MAX - 4)
+		return 0;
+	return *(const __u32 *)(buf + off);
+}
+
+static __always_inline __u8 py_u8(const __u8 *buf, __u32 off)
+{
+	off &= 2 * PY_READ_MAX - 1;
+	if (off > PY_READ_MAX - 1)
+		return 0;
+	return buf[off];
+}
+
+/* Reads @len bytes (1..PY_READ_MAX) at @addr into @buf. */
+static __always_inline bool py_read_span(__u8 *buf, __u32 len, __u64 addr)
+{
+	len &= 2 * PY_READ_MAX - 1;
+	if (!len || len > PY_READ_MAX)
+		return false;
+	return bpf_probe_read_user(buf, len, (const void *)addr) == 0;
+}
+
+/* The instruction index (code units) of the frame in @b running @code. */
+static __always_inline __u64 python_instr(const struct python_proc *py, const struct python_buf *b, __u64 code)
+{
+	__u64 ptr, base;
+	__s32 lasti;
 
 	if (py->layout == PY_LAYOUT_FRAME_OBJECT) {
-		if (!py_read(&lasti, sizeof(lasti), frame + py->frame_instr) || lasti < 0)
+		lasti = (__s32)py_u32(b->frame, py->frame_instr);
+		if (lasti < 0)
 			return 0;
 		return py->minor <= 9 ? (__u64)lasti / 2 : (__u64)lasti;	/* bytes before 3.10 */
 	}
 	base = code + py->code_adaptive;
-	if (!py_read(&ptr, sizeof(ptr), frame + py->frame_instr) || ptr < base)
+	ptr = py_u64(b->frame, py->frame_instr);
+	return ptr < base ? 0 : (ptr - base) / 2;
+}
+
+/* The generation of the code object at @code, identified by @identity (a new one: the next generation). */
+static __always_inline __u32 python_generation(__u32 tgid, __u64 code, __u64 identity)
+{
+	struct python_code_key key = { .tgid = tgid, .code = code };
+	struct python_code_seen *seen = bpf_map_lookup_elem(&python_codes, &key);
+	struct python_code_seen fresh = { .identity = identity };
+
+	if (!seen) {
+		bpf_map_update_elem(&python_codes, &key, &fresh, BPF_NOEXIST);
 		return 0;
-	return (ptr - base) / 2;
+	}
+	if (seen->identity != identity) {
+		seen->identity = identity;	/* racing CPUs may count one change twice: still another generation */
+		seen->generation++;
+	}
+	return seen->generation;
 }
 
 /* bpf_loop callback: shows one Python frame of this evaluator's run; 1 stops. */
@@ -106,36 +185,35 @@ static long python_frame_step(__u64 index, void *arg)
 	struct python_walk *pw = e->pw;
 	const struct python_proc *py = pw->proc;
 	struct aperture_stack *st = e->st;
-	__u64 frame = pw->frame, code = 0, name = 0, back = 0;
-	__u32 depth = st->depth;
-	__s32 firstlineno = 0;
+	__u64 frame = pw->frame, code, name, back;
+	__u32 depth = st->depth, zero = 0;
+	struct python_buf *b = bpf_map_lookup_elem(&python_scratch, &zero);
 	__u8 entry = 0;
 
-	if (!frame || !py)
+	if (!frame || !py || !b)
 		return 1;
+	if (!py_read_span(b->frame, py->frame_len, frame))
+		goto cut;
+	back = py_u64(b->frame, py->frame_back);
 	if (py->layout >= PY_LAYOUT_CFRAME_OWNER) {
-		if (!py_read(&entry, 1, frame + py->frame_entry))
-			goto cut;
-		if (entry == PY_FRAME_OWNED_BY_CSTACK) {	/* the shim below this run's frames */
-			if (!py_read(&back, sizeof(back), frame + py->frame_back))
-				goto cut;
-			pw->frame = back;
+		if (py_u8(b->frame, py->frame_entry) == PY_FRAME_OWNED_BY_CSTACK) {
+			pw->frame = back;	/* the shim below this run's frames */
 			return 1;
 		}
+	} else if (py->layout == PY_LAYOUT_CFRAME_ENTRY) {
+		entry = py_u8(b->frame, py->frame_entry);
 	}
-	if (!py_read(&code, sizeof(code), frame + py->frame_code) || !code ||
-	    !py_read(&back, sizeof(back), frame + py->frame_back) ||
-	    !py_read(&name, sizeof(name), code + py->code_name) ||
-	    !py_read(&firstlineno, sizeof(firstlineno), code + py->code_firstlineno))
+	code = py_u64(b->frame, py->frame_code);
+	if (!code || !py_read_span(b->code, py->code_len, code + py->code_lo))
 		goto cut;
-	if (py->layout == PY_LAYOUT_CFRAME_ENTRY && !py_read(&entry, 1, frame + py->frame_entry))
-		goto cut;
+	name = py_u64(b->code, (__u32)py->code_name - py->code_lo);
 	if (depth >= APERTURE_MAX_DEPTH) {
 		e->full = true;
 		return 1;
 	}
-	st->ips[depth] = py_frame_encode(code, python_instr(py, frame, code),
-					 py_frame_check(name, (__u32)firstlineno));
+	st->ips[depth] = py_frame_encode(code, python_instr(py, b, code),
+					 python_generation(pw->tgid, code, py_code_identity(name,
+						py_u32(b->code, (__u32)py->code_firstlineno - py->code_lo))));
 	st->depth = depth + 1;
 	e->emitted++;
 	pw->frame = back;

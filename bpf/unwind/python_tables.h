@@ -43,19 +43,32 @@ struct python_proc {
 	__u16 frame_instr;	/* f_lasti (int) / prev_instr / instr_ptr (pointer) */
 	__u16 frame_entry;	/* is_entry (3.11) / owner (3.12+): one byte */
 	__u16 code_adaptive;	/* co_code_adaptive (3.11+): the bytecode the instruction pointer points in */
-	__u16 code_name;	/* co_name: with co_firstlineno, the fingerprint of a code object */
+	__u16 code_name;	/* co_name: with co_firstlineno, the identity of a code object */
 	__u16 code_firstlineno;
-	__u16 pad[2];
+	/*
+	 * Each frame and each code object is read in one piece: the frame's
+	 * first frame_len bytes, the code object's [code_lo, code_lo + code_len)
+	 * (co_firstlineno to co_name), at most PY_READ_MAX bytes each.
+	 */
+	__u16 frame_len;
+	__u16 code_lo;
+	__u16 code_len;
+	__u16 pad[3];
 };
+
+#define PY_READ_MAX 128
 
 /*
  * A Python frame in a stack's ips[]: bit 63 set, bit 0 set (a caller frame
  * is looked up at ip - 1: that clears bit 0 and nothing else, and decoding
  * puts it back), the code object's address / 16 (pymalloc and glibc malloc
- * align objects to 16), the instruction index (code units) and a 5-bit
- * fingerprint of the code object read at the sample (co_name's address and
- * co_firstlineno), so that a code object freed and another allocated at the
- * same address before the loader names it is caught (31 times in 32).
+ * align objects to 16), the instruction index (code units) and the code
+ * object's generation at its address (5 bits): python_codes keeps, per
+ * (process, code address), the identity of the code object last seen there
+ * (co_name's address and co_firstlineno, read at the sample) and counts how
+ * many different ones were, so that a code object freed and another
+ * allocated at its address gets other frames (another stack), and the loader
+ * names a frame only while the map says its generation still lives there.
  * The markers (0xff..fe, 0xff..fc and those - 1) are told apart first.
  */
 #define PY_FRAME_TAG (1ULL << 63)
@@ -63,7 +76,7 @@ struct python_proc {
 #define PY_CODE_BITS 43
 #define PY_INSTR_SHIFT 44		/* bits 44..57: instruction index */
 #define PY_INSTR_BITS 14
-#define PY_CHECK_SHIFT 58		/* bits 58..62: fingerprint */
+#define PY_CHECK_SHIFT 58		/* bits 58..62: the generation at the address */
 #define PY_CHECK_BITS 5
 
 static inline __u64 py_frame_encode(__u64 code, __u64 instr, __u64 check)
@@ -74,14 +87,22 @@ static inline __u64 py_frame_encode(__u64 code, __u64 instr, __u64 check)
 	       instr << PY_INSTR_SHIFT | (check & ((1ULL << PY_CHECK_BITS) - 1)) << PY_CHECK_SHIFT;
 }
 
-static inline __u64 py_frame_check(__u64 name_addr, __u32 firstlineno)
+/* A code object's identity: co_name's address (< 2^47) and co_firstlineno above it. */
+static inline __u64 py_code_identity(__u64 name_addr, __u32 firstlineno)
 {
-	__u64 h = (name_addr >> 4) ^ ((__u64)firstlineno * 0x9e3779b97f4a7c15ULL);
-
-	h ^= h >> 29;
-	h ^= h >> 17;
-	h ^= h >> 5;
-	return h & ((1ULL << PY_CHECK_BITS) - 1);
+	return name_addr ^ ((__u64)firstlineno << 47);
 }
+
+struct python_code_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 code;
+};
+
+struct python_code_seen {
+	__u64 identity;		/* py_code_identity() of the code object last seen at the address */
+	__u32 generation;	/* how many different ones were seen there before it */
+	__u32 pad;
+};
 
 #endif /* PYTHON_TABLES_H */

@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "profiler.h"
+#include "python_tables.h"
 #include "util.h"
 
 const struct profiler_ops *const profilers[] = {
@@ -211,13 +212,16 @@ static int unwind_maps_prepare(struct profiler *p, bool owner)
 	struct bpf_map *rows = bpf_object__find_map_by_name(p->obj, "unwind_rows");
 	struct bpf_map *procs = bpf_object__find_map_by_name(p->obj, "unwind_procs");
 	struct bpf_map *py = bpf_object__find_map_by_name(p->obj, "python_procs");
+	struct bpf_map *codes = bpf_object__find_map_by_name(p->obj, "python_codes");
 	struct profiler_shared *shared = p->opts.shared;
 	int err = 0;
 
-	if (!rows || !procs || !py)
+	if (!rows || !procs || !py || !codes)
 		return -ENOENT;	/* every object has them (bpf/unwind/stacks.bpf.h) */
-	if (p->python)
+	if (p->python) {
 		err = bpf_map__set_max_entries(py, UNWIND_PROCS_DEFAULT);
+		err = err ?: bpf_map__set_max_entries(codes, PYTHON_CODES_DEFAULT);
+	}
 	if (p->dwarf) {
 		err = err ?: bpf_map__set_max_entries(rows, p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT);
 		err = err ?: bpf_map__set_max_entries(procs, UNWIND_PROCS_DEFAULT);
@@ -226,6 +230,7 @@ static int unwind_maps_prepare(struct profiler *p, bool owner)
 		err = err ?: bpf_map__reuse_fd(rows, shared->unwind_rows_fd);
 		err = err ?: bpf_map__reuse_fd(procs, shared->unwind_procs_fd);
 		err = err ?: bpf_map__reuse_fd(py, shared->python_procs_fd);
+		err = err ?: bpf_map__reuse_fd(codes, shared->python_codes_fd);
 	}
 	return err;
 }
@@ -276,6 +281,7 @@ int profiler_take_maps(struct profiler *p)
 		shared->unwind_rows_fd = dup(bpf_object__find_map_fd_by_name(p->obj, "unwind_rows"));
 		shared->unwind_procs_fd = dup(bpf_object__find_map_fd_by_name(p->obj, "unwind_procs"));
 		shared->python_procs_fd = dup(bpf_object__find_map_fd_by_name(p->obj, "python_procs"));
+		shared->python_codes_fd = dup(bpf_object__find_map_fd_by_name(p->obj, "python_codes"));
 	}
 	p->live = 0;
 	return 0;
@@ -301,7 +307,7 @@ void profiler_shared_init(struct profiler_shared *shared)
 	shared->events = NULL;
 	for (int i = 0; i < MAP_SLOT_MAX; i++)
 		shared->fd[i] = -1;
-	shared->unwind_rows_fd = shared->unwind_procs_fd = shared->python_procs_fd = -1;
+	shared->unwind_rows_fd = shared->unwind_procs_fd = shared->python_procs_fd = shared->python_codes_fd = -1;
 }
 
 void profiler_shared_close(struct profiler_shared *shared)
@@ -318,7 +324,9 @@ void profiler_shared_close(struct profiler_shared *shared)
 		close(shared->unwind_procs_fd);
 	if (shared->python_procs_fd >= 0)
 		close(shared->python_procs_fd);
-	shared->unwind_rows_fd = shared->unwind_procs_fd = shared->python_procs_fd = -1;
+	if (shared->python_codes_fd >= 0)
+		close(shared->python_codes_fd);
+	shared->unwind_rows_fd = shared->unwind_procs_fd = shared->python_procs_fd = shared->python_codes_fd = -1;
 }
 
 static int write_config(struct profiler *p)
@@ -640,6 +648,19 @@ int profiler_stats(struct profiler *p, uint64_t *out)
 	return 0;
 }
 
+/* What the BPF walk last saw at a code object's address (python_codes), for the naming of Python frames. */
+static bool python_code_seen(void *ctx, uint32_t tgid, uint64_t code, uint64_t *identity, uint32_t *generation)
+{
+	struct python_code_key key = { .tgid = tgid, .code = code };
+	struct python_code_seen seen;
+
+	if (bpf_map_lookup_elem((int)(intptr_t)ctx, &key, &seen))
+		return false;
+	*identity = seen.identity;
+	*generation = seen.generation;
+	return true;
+}
+
 static int on_process_event(void *arg, void *data, size_t size)
 {
 	const struct aperture_event *event = data;
@@ -687,8 +708,11 @@ int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct sy
 		p->unwinder = unwinder_new(bpf_object__find_map_fd_by_name(p->obj, "unwind_rows"),
 					   p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT,
 					   bpf_object__find_map_fd_by_name(p->obj, "unwind_procs"));
-	if (p->unwinder && p->python)
+	if (p->unwinder && p->python) {
 		unwinder_set_python(p->unwinder, bpf_object__find_map_fd_by_name(p->obj, "python_procs"));
+		symbolizer_set_python_seen(sym, python_code_seen,
+					   (void *)(intptr_t)bpf_object__find_map_fd_by_name(p->obj, "python_codes"));
+	}
 	*p->sink = (struct profiler_sink){ NULL, sym, p->unwinder, fn, ctx };
 	if (!*rb) {
 		*rb = ring_buffer__new(p->fd[MAP_EVENTS], on_process_event, p->sink, NULL);

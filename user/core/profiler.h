@@ -58,6 +58,7 @@ struct profiler_shared {
 	int unwind_rows_fd;	/* the DWARF unwinding tables (not pinned: only a loader that */
 	int unwind_procs_fd;	/* watches processes fills them); -1 until created */
 	int python_procs_fd;
+	int python_codes_fd;
 };
 
 void profiler_shared_init(struct profiler_shared *shared);

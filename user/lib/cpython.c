@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include "cpython.h"
 #include "procmaps.h"
-#include "../../bpf/unwind/python_tables.h"
+#include "python_tables.h"
 
 /*
  * Offsets per minor version, for x86_64 release (non-debug, GIL) builds,

@@ -4,10 +4,11 @@
  * are read once: co_qualname (3.11+) or co_name, co_filename,
  * co_firstlineno and the line table, whose format changed twice (co_lnotab
  * before 3.10, co_linetable in 3.10, the location table from 3.11:
- * Objects/lnotab_notes.txt and Objects/codeobject.c at each tag).  The
- * fingerprint the BPF side took at the sample (co_name's address and
- * co_firstlineno) must match what is read: a code object freed and another
- * allocated at its address is not named as the first.
+ * Objects/lnotab_notes.txt and Objects/codeobject.c at each tag).  A frame
+ * carries its code object's generation at its address; it is named only
+ * while the BPF side's python_codes says that generation still lives there
+ * with the identity read now (co_name's address, co_firstlineno): a code
+ * object freed and another allocated at its address is not named as the first.
  */
 #include <errno.h>
 #include <search.h>
@@ -16,8 +17,8 @@
 #include "cpython.h"
 #include "pyframes.h"
 #include "util.h"
-#include "../../bpf/unwind/python_tables.h"
-#include "../../bpf/unwind/unwind_tables.h"
+#include "python_tables.h"
+#include "unwind_tables.h"
 
 #define MAX_STR 512			/* bytes of a name or a path read */
 #define MAX_LINETABLE (256 * 1024)
@@ -45,11 +46,27 @@ struct pyframes {
 	size_t nprocs, procs_cap;
 	uint64_t named, unnamed;
 	size_t bytes;
+	bool no_prefetch;		/* test hook: name only at drain, as when a report was lost */
+	pyframes_seen_fn seen;		/* python_codes, or NULL */
+	void *seen_ctx;
 };
+
+void pyframes_set_seen(struct pyframes *pf, pyframes_seen_fn fn, void *ctx)
+{
+	if (pf) {
+		pf->seen = fn;
+		pf->seen_ctx = ctx;
+	}
+}
 
 struct pyframes *pyframes_new(void)
 {
-	return calloc_logged(1, sizeof(struct pyframes));
+	struct pyframes *pf = calloc_logged(1, sizeof(*pf));
+	const char *hook = getenv("APERTURE_TEST_PYTHON_NO_PREFETCH");
+
+	if (pf)
+		pf->no_prefetch = hook && *hook == '1';
+	return pf;
 }
 
 static void code_free(void *node)
@@ -182,6 +199,22 @@ static bool read_bytes(uint32_t tgid, uint64_t addr, uint8_t **out, uint32_t *le
 	return true;
 }
 
+/*
+ * The code object now at the address is the frame's: the BPF side's last
+ * sighting there has the frame's generation and this object's identity.
+ */
+static bool code_is_the_sampled(struct pyframes *pf, const struct pycode *c, uint64_t name)
+{
+	uint64_t identity;
+	uint32_t generation;
+
+	if (!pf->seen)
+		return true;	/* no map to ask (a reader of pinned maps): named as found */
+	return pf->seen(pf->seen_ctx, c->tgid, c->code << 4, &identity, &generation) &&
+	       (generation & ((1u << PY_CHECK_BITS) - 1)) == c->check &&
+	       identity == py_code_identity(name, (uint32_t)c->firstlineno);
+}
+
 static void code_read(struct pyframes *pf, struct pycode *c, const struct cpython_proc *py)
 {
 	const struct cpython_offsets *o = &py->off;
@@ -193,7 +226,7 @@ static void code_read(struct pyframes *pf, struct pycode *c, const struct cpytho
 	    !cpython_read(c->tgid, addr + o->co_firstlineno, &c->firstlineno, 4) ||
 	    (o->co_qualname && !cpython_read(c->tgid, addr + o->co_qualname, &qualname, 8)))
 		return;
-	if (py_frame_check(name, (uint32_t)c->firstlineno) != c->check)
+	if (!code_is_the_sampled(pf, c, name))
 		return;	/* not the code object sampled: freed, and its memory reused */
 	c->qualname = read_str(c->tgid, o, qualname ? qualname : name);
 	c->filename = read_str(c->tgid, o, filename);
@@ -240,7 +273,7 @@ bool pyframes_is_python(struct pyframes *pf, uint32_t tgid)
 
 void pyframes_prefetch(struct pyframes *pf, uint32_t tgid, uint64_t ip)
 {
-	if (pf && pyframes_is_frame(ip))
+	if (pf && !pf->no_prefetch && pyframes_is_frame(ip))
 		code_get(pf, tgid, ip | 1);
 }
 

@@ -25,6 +25,16 @@ struct pyframe_name {
 struct pyframes *pyframes_new(void);
 void pyframes_free(struct pyframes *pf);
 
+/*
+ * What the BPF side last saw at a code address of a process (python_codes):
+ * the identity of the code object there and its generation.  False when it
+ * has no entry.
+ */
+typedef bool (*pyframes_seen_fn)(void *ctx, uint32_t tgid, uint64_t code, uint64_t *identity,
+				 uint32_t *generation);
+/* With it, a frame is named only while its generation still lives at its address; without, always. */
+void pyframes_set_seen(struct pyframes *pf, pyframes_seen_fn fn, void *ctx);
+
 /* True for an ips[] entry that is a Python frame (a caller's, at ip - 1, too). */
 bool pyframes_is_frame(uint64_t ip);
 

@@ -943,6 +943,14 @@ static void user_jit_frame(struct symbolizer *sym, struct proc *p, struct proc_m
 		out->function = strintern(&sym->names, out->function);
 }
 
+void symbolizer_set_python_seen(struct symbolizer *sym,
+				bool (*fn)(void *ctx, uint32_t tgid, uint64_t code, uint64_t *identity,
+					   uint32_t *generation),
+				void *ctx)
+{
+	pyframes_set_seen(sym->py, fn, ctx);
+}
+
 void symbolizer_python_prefetch(struct symbolizer *sym, uint32_t tgid, const uint64_t *ips, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)

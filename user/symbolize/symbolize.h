@@ -71,6 +71,12 @@ void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struc
  */
 void symbolizer_python_prefetch(struct symbolizer *sym, uint32_t tgid, const uint64_t *ips, uint32_t n);
 
+/* How to ask the BPF side which code object it last saw at an address (see pyframes.h). */
+void symbolizer_set_python_seen(struct symbolizer *sym,
+				bool (*fn)(void *ctx, uint32_t tgid, uint64_t code, uint64_t *identity,
+					   uint32_t *generation),
+				void *ctx);
+
 /* Fills @out for a kernel address. */
 void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *out);
 

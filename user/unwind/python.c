@@ -15,7 +15,7 @@
 #include "cpython.h"
 #include "python.h"
 #include "util.h"
-#include "../../bpf/unwind/python_tables.h"
+#include "python_tables.h"
 
 #define RETRY_MAX 100
 
@@ -70,6 +70,11 @@ static void known_keep(struct pywalker *w, const struct py_known *k)
 		*slot = *k;
 }
 
+static uint16_t max16(unsigned int a, unsigned int b)
+{
+	return (uint16_t)(a > b ? a : b);
+}
+
 static void entry_from(struct python_proc *e, const struct cpython_proc *py)
 {
 	memset(e, 0, sizeof(*e));
@@ -91,6 +96,15 @@ static void entry_from(struct python_proc *e, const struct cpython_proc *py)
 	e->code_adaptive = py->off.co_code_adaptive;
 	e->code_name = py->off.co_name;
 	e->code_firstlineno = py->off.co_firstlineno;
+	e->frame_len = max16(max16(e->frame_back, e->frame_code), max16(e->frame_instr, e->frame_entry)) + 8;
+	e->code_lo = e->code_firstlineno < e->code_name ? e->code_firstlineno : e->code_name;
+	e->code_len = max16(e->code_firstlineno + 4, e->code_name + 8) - e->code_lo;
+}
+
+/* The walk reads a frame and a code object in one piece each: the spans must fit its buffer. */
+static bool entry_fits(const struct python_proc *e)
+{
+	return e->frame_len <= PY_READ_MAX && e->code_len <= PY_READ_MAX;
 }
 
 static bool decide(struct pywalker *w, struct py_known *k)
@@ -115,6 +129,13 @@ static bool decide(struct pywalker *w, struct py_known *k)
 		return false;
 	}
 	entry_from(&entry, &py);
+	if (!entry_fits(&entry)) {
+		k->state = PY_REFUSED;
+		w->refused++;
+		log_warn("python: pid %u: CPython 3.%d's frame or code fields span more than %d bytes: not walked",
+			 k->tgid, py.minor, PY_READ_MAX);
+		return false;
+	}
 	if (bpf_map_update_elem(w->procs_fd, &k->tgid, &entry, BPF_ANY)) {
 		w->full++;
 		k->state = PY_NOT;

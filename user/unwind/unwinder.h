@@ -24,6 +24,8 @@ enum unwind_mode {
 #define UNWIND_ROWS_DEFAULT (1u << 20)
 /* Processes with tables at once. */
 #define UNWIND_PROCS_DEFAULT 4096
+/* Code object addresses whose last code object the Python walk remembers (LRU; 32 bytes each). */
+#define PYTHON_CODES_DEFAULT 65536
 
 /* @rows_fd: the unwind_rows array (@rows_cap rows); @procs_fd: unwind_procs. Takes neither fd. */
 struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd);
