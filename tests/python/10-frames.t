@@ -50,6 +50,17 @@ for py in "${PYTHONS[@]}"; do
 			"$(stack_weight "$TMP/sha$i.folded" "c_\\(chain\\.py:$SHA_LINE\\)")")" 80
 done
 
+# pprof: real Function and Line entries (function c, its file, the loop's line), as go tool pprof reads them.
+if command -v go >/dev/null 2>&1; then
+	ap_ok "pprof" pprof record -F 499 -d 30 -o "$TMP/spin.pb.gz" -- /usr/bin/python3.11 "$PY/chain.py" spin 1
+	go tool pprof -raw "$TMP/spin.pb.gz" >"$TMP/spin.raw" 2>/dev/null
+	ok "pprof: function c at chain.py:18 or 19 (go tool pprof -raw)" \
+		grep -qE "^ +[0-9]+: 0x[0-9a-f]+ c .*/chain\.py:${SPIN_LINES} s=0" "$TMP/spin.raw"
+	ok "pprof: b at chain.py:24, a at chain.py:28" sh -c "grep -qE ' b .*/chain\.py:24 s=0' '$TMP/spin.raw' && grep -qE ' a .*/chain\.py:28 s=0' '$TMP/spin.raw'"
+else
+	skip "pprof lines" "no go here (golang-go) to read the profile"
+fi
+
 # --python off: the same program, no Python frames (the checks above can fail).
 ap_ok "--python off" off record --python off -F 499 -d 30 -o "$TMP/off.folded" -- /usr/bin/python3.11 "$PY/chain.py" spin 1
 is "--python off: no Python frames" "$(stack_weight "$TMP/off.folded" '_\(chain\.py:')" 0
