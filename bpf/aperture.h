@@ -128,7 +128,9 @@ struct aperture_control {
 	X(STAT_HOLDS_LOST, "holds lost (slot taken by another lock)")	/* --lock-hold: untimed */ \
 	X(STAT_NAMES_LOST, "kernel names lost")	/* --gpu: a lookup not followed, a launch unnamed */ \
 	X(STAT_CHILDREN, "children followed")	/* a target's child made a target at fork */ \
-	LOSS(STAT_CHILDREN_FULL, "children not followed (target set full)")
+	LOSS(STAT_CHILDREN_FULL, "children not followed (target set full)") \
+	X(STAT_PY_FRAMES, "python frames")	/* CPython frames put in user stacks */ \
+	X(STAT_PY_CUT, "python walks cut short")	/* a read failed, a foreign thread state, a full stack */
 
 #define APERTURE_STAT_ENUM(id, what) id,
 enum aperture_stat {
@@ -148,11 +150,24 @@ enum aperture_event_type {
 	EVENT_SYSCALL = 4,	/* a syscall slower than the threshold */
 	EVENT_UNWIND_MISS = 5,	/* a pc outside the mappings the unwinder knows: re-read them */
 	EVENT_GPU_KERNEL = 6,	/* struct aperture_gpu_raw_event: one kernel launch (--gpu-events) */
+	EVENT_PY_STACK = 7,	/* struct aperture_py_event: a new stack with CPython frames: name them now */
 };
 
 struct aperture_event {
 	__u32 type;		/* enum aperture_event_type */
 	__u32 tgid;
+};
+
+/*
+ * A stack stored for the first time with CPython frames in it: its frames, so
+ * that the loader reads the code objects' names while the process still has
+ * them (a drain may come after it exited).  Rare: only new stacks.
+ */
+struct aperture_py_event {
+	struct aperture_event hdr;	/* EVENT_PY_STACK, tgid */
+	__u32 depth;
+	__u32 pad;
+	__u64 ips[APERTURE_MAX_DEPTH];
 };
 
 /* Size of `events`; raw events leave APERTURE_EVENTS_HEADROOM of it to notifications. */

@@ -34,4 +34,12 @@ static __always_inline void stat_inc(__u32 idx)
 		*slot += 1;	/* per-CPU slot: no atomic needed */
 }
 
+static __always_inline void stat_add(__u32 idx, __u64 n)
+{
+	__u64 *slot = bpf_map_lookup_elem(&stats, &idx);
+
+	if (slot)
+		*slot += n;
+}
+
 #endif /* LIB_STATS_BPF_H */

@@ -15,6 +15,7 @@
 #include "unwind/unwind_tables.h"
 #include "unwind/mappings.bpf.h"
 #include "lib/notify.bpf.h"
+#include "unwind/python.bpf.h"
 
 /* Set by the loader before load (--unwind): 0 leaves only the frame-pointer walk, verified away. */
 const volatile __u32 unwind_dwarf = 0;
@@ -45,6 +46,7 @@ struct unwind_walk {
 	__u32 tgid;
 	bool precise;		/* pc is an exact pc (first frame, after a signal), not a return address */
 	bool truncated;
+	struct python_walk py;	/* CPython frames, in a process marked CPython */
 };
 
 /* ceil(log2(n + 1)) steps of the search below. */
@@ -193,6 +195,10 @@ static long unwind_step(__u64 index, void *arg)
 	st->depth = depth + 1;
 	/* A return address may be just past the function (a call to a noreturn one). */
 	lookup = w->precise ? w->pc : w->pc - 1;
+	if (!python_frame(&w->py, st, lookup)) {
+		w->truncated = true;
+		return 1;
+	}
 	idx = unwind_mapping_index(w->proc, lookup);
 	if (idx < 0) {
 		unwind_report_miss(w);
@@ -264,6 +270,9 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 	w.proc = bpf_map_lookup_elem(&unwind_procs, &w.tgid);
 	if (!w.proc)
 		return -1;
+	if (python_enabled && (w.proc->flags & UNWIND_PROC_PYTHON))
+		w.py.proc = bpf_map_lookup_elem(&python_procs, &w.tgid);
+	w.py.tgid = w.tgid;
 	if (!unwind_walk_begin(&w, st))
 		return 0;
 	w.precise = true;

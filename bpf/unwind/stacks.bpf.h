@@ -41,6 +41,25 @@ static __always_inline __u64 stack_hash(const struct aperture_stack *st)
 	return h == 0 || h == APERTURE_STACK_LOST ? 1 : h;
 }
 
+/* A new stack with Python frames: its frames to the loader, to name them while the process lives. */
+static __always_inline void stack_tell_python(const struct aperture_stack *st)
+{
+	struct aperture_py_event *event;
+
+	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+	if (!event) {
+		stat_inc(STAT_EVENTS_LOST);
+		return;
+	}
+	event->hdr.type = EVENT_PY_STACK;
+	event->hdr.tgid = bpf_get_current_pid_tgid() >> 32;
+	event->depth = st->depth;
+	event->pad = 0;
+	for (__u32 i = 0; i < APERTURE_MAX_DEPTH; i++)
+		event->ips[i] = st->ips[i];
+	bpf_ringbuf_submit(event, 0);
+}
+
 /*
  * Walks the current stack (user or kernel) into per-CPU scratch, stores it in
  * the stacks map unless it is there already, and returns its id: 0 when there
@@ -88,6 +107,8 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 			 err == -ENOMEM ? STAT_STACKS_NOMEM : STAT_OTHER);
 		return APERTURE_STACK_LOST;
 	}
+	if (!err && st->pad)
+		stack_tell_python(st);
 	return id;
 }
 

@@ -57,9 +57,12 @@ struct unwind_mapping {
 	__u32 pad;
 };
 
+/* unwind_proc.flags */
+#define UNWIND_PROC_PYTHON 1	/* a CPython process: python_procs has its entry */
+
 struct unwind_proc {
 	__u32 nmappings;
-	__u32 pad;
+	__u32 flags;
 	/*
 	 * When the walk last met a pc in no mapping (a library loaded since) and
 	 * asked user space to re-read the maps (rate-limited).

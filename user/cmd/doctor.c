@@ -49,6 +49,9 @@ static const struct ability extra_abilities[] = {
 	  "user mutex holds only" },
 	{ "whole_user_stacks", "whole user stacks without frame pointers (--unwind dwarf)",
 	  FEAT_BIT(FEAT_DWARF_UNWIND), "frame-pointer walks only (--unwind fp)" },
+	/* The CPython walk runs inside the DWARF walk's bpf_loop: it needs what that needs. */
+	{ "python_frames", "CPython 3.8-3.13 functions in user stacks (--python auto)",
+	  FEAT_BIT(FEAT_DWARF_UNWIND), "Python programs show the interpreter's native frames only" },
 	{ "rq_lock_names", "runqueue lock names (--locks)", FEAT_BIT(FEAT_RQ_LOCKS),
 	  "runqueue locks shown by address and caller" },
 	{ "follow_children", "children of -p PID and of COMMAND profiled", FEAT_BIT(FEAT_TP_SCHED_FORK),

@@ -451,6 +451,17 @@ static int record_loop(struct record_run *run)
 	return snapshot_all(run);
 }
 
+/* The Python frames' naming, when there were any. */
+static void report_python(struct record_run *run)
+{
+	struct sym_usage usage;
+
+	symbolizer_usage(run->sym, &usage);
+	if (usage.py_named || usage.py_unnamed)
+		fprintf(stderr, "aperture: python: %" PRIu64 " code objects named, %" PRIu64
+			" frames unnamed (code object unreadable or replaced)\n", usage.py_named, usage.py_unnamed);
+}
+
 static void report_stats(struct record_run *run)
 {
 	uint64_t stats[STAT_MAX];
@@ -475,6 +486,7 @@ static void report_stats(struct record_run *run)
 			profiler_lost(stats), len ? " (" : "", detail, len ? ")" : "");
 		profiler_unwind_report(p, stderr);
 	}
+	report_python(run);
 }
 
 static int tgid_cmp(const void *a, const void *b)

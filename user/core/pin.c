@@ -352,6 +352,7 @@ int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 	take_shared(p);
 	/* Loaded with DWARF unwinding: its rows map was sized for it (one row when off). */
 	p->dwarf = map_max_entries(p->fd[MAP_UNWIND_ROWS]) > 1;
+	p->python = p->dwarf && map_max_entries(p->fd[MAP_PYTHON_PROCS]) > 1;
 	live = live_generation(p);
 	if (live < 0) {
 		err = live;

@@ -8,6 +8,7 @@
 #include <bpf/libbpf.h>
 #include "procmaps.h"
 #include "profiler.h"
+#include "python_tables.h"
 #include "util.h"
 
 const struct profiler_ops *const profilers[] = {
@@ -46,6 +47,8 @@ const struct map_slot_desc map_slots[MAP_SLOT_MAX] = {
 	[MAP_UNWIND_ROWS] = { "unwind_rows", "unwind_rows", true },
 	[MAP_UNWIND_PROCS] = { "unwind_procs", "unwind_procs", true },
 	[MAP_UNWIND_FILES] = { "unwind_files", "files", true },
+	[MAP_PYTHON_PROCS] = { "python_procs", "python_procs", true },
+	[MAP_PYTHON_CODES] = { "python_codes", "python_codes", true },
 	[MAP_CONFIG] = { "kind_config", "config", false },
 	[MAP_STACKS] = { "stacks", "stacks", false },
 	[MAP_STATS] = { "stats", "stats", false },
@@ -79,7 +82,7 @@ static int unwind_resolve(struct profiler *p)
 	static bool told;
 	char why[128];
 
-	p->dwarf = p->fp_in_bpf = false;
+	p->dwarf = p->fp_in_bpf = p->python = false;
 	if (p->opts.stack_mode == STACK_MODE_KERNEL)
 		return 0;
 	/* Frame-pointer walks in BPF too where it can (cheaper than bpf_get_stack's). */
@@ -88,6 +91,7 @@ static int unwind_resolve(struct profiler *p)
 		return 0;
 	if (feature_has(FEAT_DWARF_UNWIND)) {
 		p->dwarf = true;
+		p->python = !p->opts.python_off;	/* CPython's frames are found from the native walk */
 		return 0;
 	}
 	if (p->opts.unwind == UNWIND_DWARF) {
@@ -214,6 +218,10 @@ static int unwind_maps_prepare(struct profiler *p)
 {
 	int err = 0;
 
+	if (p->python) {
+		err = bpf_map__set_max_entries(slot_map(p, MAP_PYTHON_PROCS), UNWIND_PROCS_DEFAULT);
+		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_PYTHON_CODES), PYTHON_CODES_DEFAULT);
+	}
 	if (p->dwarf) {
 		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_UNWIND_ROWS),
 						      p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT);
@@ -698,6 +706,19 @@ int profiler_stats(struct profiler *p, uint64_t *out)
 	return 0;
 }
 
+/* What the BPF walk last saw at a code object's address (python_codes), for the naming of Python frames. */
+static bool python_code_seen(void *ctx, uint32_t tgid, uint64_t code, uint64_t *identity, uint32_t *generation)
+{
+	struct python_code_key key = { .tgid = tgid, .code = code };
+	struct python_code_seen seen;
+
+	if (bpf_map_lookup_elem((int)(intptr_t)ctx, &key, &seen))
+		return false;
+	*identity = seen.identity;
+	*generation = seen.generation;
+	return true;
+}
+
 static int on_process_event(void *arg, void *data, size_t size)
 {
 	const struct aperture_event *event = data;
@@ -716,6 +737,12 @@ static int on_process_event(void *arg, void *data, size_t size)
 			unwinder_track(sink->unwinder, event->tgid);
 		if (sink->sym)
 			symbolizer_track(sink->sym, event->tgid);
+	} else if (event->type == EVENT_PY_STACK) {
+		const struct aperture_py_event *py = data;
+
+		if (sink->sym && size >= sizeof(*py))
+			symbolizer_python_prefetch(sink->sym, py->hdr.tgid, (const uint64_t *)py->ips,
+						   py->depth < APERTURE_MAX_DEPTH ? py->depth : APERTURE_MAX_DEPTH);
 	} else if (sink->raw && size >= sizeof(struct aperture_raw_event))
 		sink->raw(data, sink->ctx);
 	return 0;
@@ -776,6 +803,11 @@ int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct sy
 		p->unwinder = unwinder_new(p->fd[MAP_UNWIND_ROWS], map_max_entries(p->fd[MAP_UNWIND_ROWS]),
 					   p->fd[MAP_UNWIND_PROCS], p->fd[MAP_UNWIND_FILES],
 					   map_max_entries(p->fd[MAP_UNWIND_FILES]));
+	if (p->unwinder && p->python) {
+		unwinder_set_python(p->unwinder, p->fd[MAP_PYTHON_PROCS]);
+		if (sym)
+			symbolizer_set_python_seen(sym, python_code_seen, (void *)(intptr_t)p->fd[MAP_PYTHON_CODES]);
+	}
 	*p->sink = (struct profiler_sink){ NULL, sym, p->unwinder, fn, ctx };
 	if (!*rb) {
 		*rb = ring_buffer__new(p->fd[MAP_EVENTS], on_process_event, p->sink, NULL);

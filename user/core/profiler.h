@@ -31,6 +31,8 @@ enum map_slot {
 	MAP_UNWIND_ROWS,	/* shared: the DWARF unwinding tables (bpf/unwind/unwind_tables.h), */
 	MAP_UNWIND_PROCS,	/* filled by the loader that watches processes (profiler_watch_events) */
 	MAP_UNWIND_FILES,	/* shared: the files unwind_procs names, for the pinned iterator */
+	MAP_PYTHON_PROCS,	/* shared: each CPython process's walk parameters (bpf/unwind/python.bpf.h) */
+	MAP_PYTHON_CODES,	/* shared: code object generations, so a reused address is not misnamed */
 	MAP_CONFIG,		/* this kind's settings */
 	MAP_STACKS,
 	MAP_STATS,
@@ -86,6 +88,7 @@ struct profiler_opts {
 					 * refers to (profiler_collect_stacks); never with raw events,
 					 * whose stack ids are read later */
 	enum unwind_mode unwind;	/* --unwind */
+	bool python_off;		/* --python off: no CPython frames in stacks */
 	uint32_t unwind_rows;		/* rows map size (0: UNWIND_ROWS_DEFAULT) */
 	uint32_t kinds;			/* (1 << ops->id) of each profiler named on the command line */
 	/* Each kind's struct X_config, written to its NAME_config map. */
@@ -181,6 +184,7 @@ struct profiler {
 	struct profiler_sink *sink;	/* who reads the ring buffer's records (owner only) */
 	bool dwarf;			/* user stacks by DWARF CFI where tables exist (opts.unwind resolved) */
 	bool fp_in_bpf;			/* frame-pointer walks by the BPF program, not bpf_get_stack() */
+	bool python;			/* CPython frames in user stacks (needs dwarf; --python) */
 	struct unwinder *unwinder;	/* builds the tables (owner, once it watches processes) */
 	struct stack_gc *gc;		/* opts.gc_stacks: made at the first flip */
 	bool gc_failed;			/* a pass failed: said once */
@@ -313,6 +317,7 @@ uint64_t profiler_lost(const uint64_t *stats);
 		(p)->skel = __skel;						\
 		__skel->rodata->unwind_dwarf = (p)->dwarf;			\
 		__skel->rodata->unwind_fp_in_bpf = (p)->fp_in_bpf;		\
+		__skel->rodata->python_enabled = (p)->python;			\
 		(p)->obj = __skel->obj;						\
 		__err = profiler_prepare(p);					\
 		if (!__err) {							\

@@ -212,7 +212,7 @@ struct pprof_writer {
 	struct pmapping *pmaps;		/* pmaps[id - 1] */
 	size_t pmaps_cap;
 	struct idmap functions;		/* (name, filename) string ids -> function id */
-	struct idmap locations;		/* (mapping id, address) -> location id; data: function id */
+	struct idmap locations;		/* (mapping id, address) -> location id; data: function id, the line << 32 */
 	uint64_t *stack_ids;		/* location ids of the sample being encoded */
 	size_t max_frames;
 	int64_t key_comm, key_pid, key_thread;
@@ -281,18 +281,23 @@ static int intern_frame(struct pprof_writer *w, const struct profile_frame *f)
 	mapping_id = intern_mapping(w, f);
 	if (mapping_id < 0)
 		return mapping_id;
-	if (f->sym.mapping)
+	if (f->sym.file)	/* a Python frame: its function, source file and line */
+		path = f->sym.file;
+	else if (f->sym.mapping)
 		path = f->sym.mapping->path;
 	else if (f->kernel)
 		path = KERNEL_PATH;
-	name = strtab_intern(&w->strings, f->sym.name && *f->sym.name ? f->sym.name : "[unknown]");
+	name = strtab_intern(&w->strings, f->sym.file ? f->sym.function :
+				 f->sym.name && *f->sym.name ? f->sym.name : "[unknown]");
 	filename = strtab_intern(&w->strings, path);
 	if (name < 0 || filename < 0)
 		return -ENOMEM;
 	function_id = idmap_get(&w->functions, name, filename, 0);
 	if (function_id < 0)
 		return function_id;
-	location_id = idmap_get(&w->locations, mapping_id, f->sym.addr, function_id);
+	/* data: the function id, and the source line above it (Python frames) */
+	location_id = idmap_get(&w->locations, mapping_id, f->sym.addr,
+				(uint64_t)function_id | (uint64_t)f->sym.line << 32);
 	return location_id < 0 ? location_id : 0;
 }
 
@@ -510,7 +515,8 @@ static bool encode_mappings(pb_ostream_t *stream, const pb_field_iter_t *field, 
 
 static bool encode_line(pb_ostream_t *stream, const pb_field_iter_t *field, void *const *arg)
 {
-	perftools_profiles_Line line = { .function_id = *(const uint64_t *)*arg };
+	uint64_t data = *(const uint64_t *)*arg;
+	perftools_profiles_Line line = { .function_id = data & 0xffffffffu, .line = (int64_t)(data >> 32) };
 
 	return pb_encode_tag_for_field(stream, field) &&
 	       pb_encode_submessage(stream, perftools_profiles_Line_fields, &line);

@@ -242,6 +242,7 @@ enum {
 	CLI_OPT_UNWIND,
 	CLI_OPT_NO_DEMANGLE,
 	CLI_OPT_UNWIND_ROWS,
+	CLI_OPT_PYTHON,
 	CLI_OPT_STACKS_MAX,
 	CLI_OPT_COUNTS_MAX,
 	CLI_OPT_SYMBOL_CACHE_MB,
@@ -260,6 +261,7 @@ static const struct option target_options[] = {
 	{ "unwind", required_argument, NULL, CLI_OPT_UNWIND },
 	{ "no-demangle", no_argument, NULL, CLI_OPT_NO_DEMANGLE },
 	{ "unwind-rows", required_argument, NULL, CLI_OPT_UNWIND_ROWS },
+	{ "python", required_argument, NULL, CLI_OPT_PYTHON },
 };
 
 static const struct option cap_options[] = {
@@ -384,6 +386,8 @@ void cli_profiler_help(FILE *out, unsigned groups)
 			  "else frame pointers), dwarf (an error if it cannot), fp (frame pointers only)");
 		help_line(out, 0, "unwind-rows", "N", "room for N unwind-table rows of 12 bytes (default 1048576: 12 MiB\n"
 			  "of kernel memory); files no live process maps are evicted first");
+		help_line(out, 0, "python", "auto|off", "CPython 3.8-3.13 functions in user stacks (default auto: where\n"
+			  "DWARF unwinding is on), named qualname (file.py:LINE)");
 		help_line(out, 0, "no-demangle", NULL, "C++ and Rust names as in the symbol table (_ZN...)");
 	}
 	if (groups & CLI_CAPS) {
@@ -490,6 +494,13 @@ static int target_option(int c, const char *arg, struct profiler_opts *o, uint32
 		return 1;
 	case CLI_OPT_UNWIND:
 		return parse_unwind(arg, &o->unwind) ? 1 : -1;
+	case CLI_OPT_PYTHON:
+		if (strcmp(arg, "auto") && strcmp(arg, "off")) {
+			log_error("--python: '%s' is not one of auto, off", arg);
+			return -1;
+		}
+		o->python_off = strcmp(arg, "off") == 0;
+		return 1;
 	case CLI_OPT_NO_DEMANGLE:
 		symbolizer_demangle(false);
 		return 1;

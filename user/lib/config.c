@@ -503,6 +503,7 @@ static const char *const known_defaults[][2] = {
 	{ "keep-mb", "0 (no limit)" },
 	{ "unwind", "auto" },
 	{ "unwind-rows", "1048576" },
+	{ "python", "auto" },
 	{ "stacks-max", "16384" },
 	{ "counts-max", "16384" },
 	{ "symbol-cache-mb", "64" },

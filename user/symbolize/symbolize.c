@@ -46,6 +46,7 @@
 #include "strintern.h"
 #include "cfi.h"
 #include "symbolize.h"
+#include "pyframes.h"
 #include "unwind_tables.h"
 #include "util.h"
 
@@ -131,6 +132,7 @@ struct symbolizer {
 	struct kallsyms ksyms;
 	bool kernel_tried, ksyms_ok;
 	struct sym_mapping *kernel_map;
+	struct pyframes *py;		/* CPython code objects' names */
 };
 
 static size_t cache_limit = CACHE_LIMIT_DEFAULT;
@@ -144,8 +146,10 @@ struct symbolizer *symbolizer_new(void)
 {
 	struct symbolizer *sym = calloc_logged(1, sizeof(*sym));
 
-	if (sym)
-		strintern_init(&sym->names, MAX_NAME_BYTES);
+	if (!sym)
+		return NULL;
+	strintern_init(&sym->names, MAX_NAME_BYTES);
+	sym->py = pyframes_new();
 	return sym;
 }
 
@@ -828,6 +832,7 @@ static void proc_drop(struct symbolizer *sym, struct proc *p)
 	sym->nprocs--;
 	sym->proc_bytes -= p->bytes;
 	sym->procs_dropped++;
+	pyframes_forget(sym->py, p->tgid);
 	proc_free(p);
 }
 
@@ -1036,6 +1041,45 @@ static void user_jit_frame(struct symbolizer *sym, struct proc *p, struct proc_m
 		out->function = strintern(&sym->names, out->function);
 }
 
+void symbolizer_set_python_seen(struct symbolizer *sym,
+				bool (*fn)(void *ctx, uint32_t tgid, uint64_t code, uint64_t *identity,
+					   uint32_t *generation),
+				void *ctx)
+{
+	pyframes_set_seen(sym->py, fn, ctx);
+}
+
+void symbolizer_python_prefetch(struct symbolizer *sym, uint32_t tgid, const uint64_t *ips, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		pyframes_prefetch(sym->py, tgid, ips[i]);
+}
+
+/* A Python frame: "qualname (file.py:LINE)", the function qualname, its file and line. */
+static void user_python_frame(struct symbolizer *sym, uint32_t tgid, struct sym_frame *out)
+{
+	struct pyframe_name pn;
+	const char *base;
+	char buf[1024];
+
+	out->addr |= 1;		/* a caller's frame comes at ip - 1 */
+	if (!pyframes_name(sym->py, tgid, out->addr, &pn)) {
+		out->name = "[python]";
+		return;
+	}
+	base = strrchr(pn.filename, '/');
+	base = base ? base + 1 : pn.filename;
+	snprintf(buf, sizeof(buf), "%s (%s:%u)", pn.qualname, base, pn.line);
+	out->function = strintern(&sym->names, pn.qualname);
+	out->file = strintern(&sym->names, pn.filename);
+	out->line = pn.line;
+	out->name = strintern(&sym->names, buf);
+	if (!out->function || !out->file || !out->name) {
+		out->function = out->file = NULL;
+		out->name = "[python]";
+	}
+}
+
 void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struct sym_frame *out)
 {
 	struct proc_map *m;
@@ -1051,6 +1095,11 @@ void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struc
 	if (addr == APERTURE_IP_NO_TABLES || addr == APERTURE_IP_NO_TABLES - 1) {
 		out->addr = APERTURE_IP_NO_TABLES;
 		out->name = "[before-unwind-tables]";
+		return;
+	}
+	/* Garbage from a frame-pointer walk may have the tag's bit: only a CPython process has Python frames. */
+	if (pyframes_is_frame(addr) && pyframes_is_python(sym->py, tgid)) {
+		user_python_frame(sym, tgid, out);
 		return;
 	}
 	p = proc_get(sym, tgid);
@@ -1193,6 +1242,11 @@ void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out)
 		.xz_refused = sym->xz_refused,
 		.files_refused = sym->files_refused, .perf_maps_refused = sym->perf_maps_refused,
 	};
+	struct pyframes_usage py;
+
+	pyframes_usage(sym->py, &py);
+	out->py_named = py.named;
+	out->py_unnamed = py.unnamed;
 }
 
 /* ---- teardown ---- */
@@ -1221,6 +1275,7 @@ void symbolizer_free(struct symbolizer *sym)
 
 	if (!sym)
 		return;
+	pyframes_free(sym->py);
 	for (b = 0; b < PROC_BUCKETS; b++) {
 		for (p = sym->procs[b]; p; p = next) {
 			next = p->next;

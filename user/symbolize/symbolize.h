@@ -33,6 +33,8 @@ struct sym_frame {
 	const struct sym_mapping *mapping; /* NULL when addr is in no known mapping */
 	uint64_t module_offset;		/* file-relative address (for module+0xOFF and addr2line) */
 	const char *name;		/* what to print: function, "module+0xOFF" or "[unknown]" */
+	const char *file;		/* a Python frame's source file (NULL otherwise) */
+	uint32_t line;			/* and its line (0: none) */
 };
 
 struct symbolizer *symbolizer_new(void);
@@ -63,6 +65,18 @@ char *symbolizer_demangle_name(const char *name);
 /* Fills @out for a user address of @tgid (tracks @tgid first if needed). Never fails: unknown frames get "[unknown]". */
 void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struct sym_frame *out);
 
+/*
+ * A new stack of @tgid with Python frames (EVENT_PY_STACK): reads their code
+ * objects now, while the process has them.
+ */
+void symbolizer_python_prefetch(struct symbolizer *sym, uint32_t tgid, const uint64_t *ips, uint32_t n);
+
+/* How to ask the BPF side which code object it last saw at an address (see pyframes.h). */
+void symbolizer_set_python_seen(struct symbolizer *sym,
+				bool (*fn)(void *ctx, uint32_t tgid, uint64_t code, uint64_t *identity,
+					   uint32_t *generation),
+				void *ctx);
+
 /* Fills @out for a kernel address. */
 void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *out);
 
@@ -92,6 +106,8 @@ struct sym_usage {
 	uint64_t xz_refused;		/* minidebuginfo refused: over the decoder's memory limit */
 	uint64_t files_refused;		/* opened file not the one mapped, not regular, or too large */
 	uint64_t perf_maps_refused;	/* processes whose perf map was not regular, too large or not theirs */
+	uint64_t py_named;		/* Python code objects named */
+	uint64_t py_unnamed;		/* Python frames whose code object could not be read (or had changed) */
 };
 void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out);
 

@@ -33,6 +33,7 @@
 #include <gelf.h>
 #include "cfi.h"
 #include "elfnote.h"
+#include "python.h"
 #include "unwinder.h"
 #include "util.h"
 #include "procmaps.h"
@@ -102,6 +103,7 @@ struct unwinder {
 	size_t nfree, free_cap;
 	struct tracked_proc *procs;
 	size_t nprocs, procs_cap;
+	struct pywalker *py;		/* CPython processes (--python), or NULL */
 	/* for the report */
 	uint64_t eh_frame_bytes;
 	uint64_t build_ns;
@@ -140,12 +142,47 @@ static void prebuild_host_libc(struct unwinder *u)
 
 static int track_now(struct unwinder *u, uint32_t tgid);
 
-/* Takes the next queued tgid; false when told to stop. */
+/* CPython processes not initialized when last looked at: queued again (state_lock held by the caller). */
+static void queue_python_retries(struct unwinder *u)
+{
+	uint32_t tgids[64];
+	size_t n = pywalker_take_retries(u->py, tgids, 64);
+
+	for (size_t i = 0; i < n; i++)
+		unwinder_track(u, tgids[i]);
+}
+
+/* Takes the next queued tgid; false when told to stop.  Wakes every 100 ms while a CPython waits. */
 static bool queue_pop(struct unwinder *u, uint32_t *tgid)
 {
+	bool retries;
+
+	pthread_mutex_lock(&u->state_lock);
+	retries = pywalker_has_retries(u->py);
+	pthread_mutex_unlock(&u->state_lock);
 	pthread_mutex_lock(&u->queue_lock);
-	while (!u->nqueue && !u->stop)
-		pthread_cond_wait(&u->queue_cond, &u->queue_lock);
+	while (!u->nqueue && !u->stop) {
+		struct timespec until;
+
+		if (!retries) {
+			pthread_cond_wait(&u->queue_cond, &u->queue_lock);
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 100000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		if (pthread_cond_timedwait(&u->queue_cond, &u->queue_lock, &until) == ETIMEDOUT) {
+			pthread_mutex_unlock(&u->queue_lock);
+			pthread_mutex_lock(&u->state_lock);
+			queue_python_retries(u);
+			retries = pywalker_has_retries(u->py);
+			pthread_mutex_unlock(&u->state_lock);
+			pthread_mutex_lock(&u->queue_lock);
+		}
+	}
 	if (u->stop) {
 		pthread_mutex_unlock(&u->queue_lock);
 		return false;
@@ -217,6 +254,7 @@ void unwinder_free(struct unwinder *u)
 	pthread_cond_destroy(&u->queue_cond);
 	pthread_mutex_destroy(&u->state_lock);
 	free(u->queue);
+	pywalker_free(u->py);
 	for (size_t i = 0; i < u->nprocs; i++)
 		free(u->procs[i].files);
 	free(u->procs);
@@ -710,6 +748,7 @@ static int procs_sweep(struct unwinder *u)
 			continue;
 		}
 		bpf_map_delete_elem(u->procs_fd, &t->tgid);
+		pywalker_forget(u->py, t->tgid);
 		tracked_unref(u, t);
 		u->procs[i] = u->procs[--u->nprocs];
 		dropped++;
@@ -742,6 +781,8 @@ static int track_now(struct unwinder *u, uint32_t tgid)
 
 	if (err)
 		return err;
+	if (pywalker_track(u->py, tgid))
+		u->scratch->flags |= UNWIND_PROC_PYTHON;
 	if (bpf_map_update_elem(u->procs_fd, &tgid, u->scratch, BPF_ANY)) {
 		if (errno != E2BIG || !procs_sweep(u) ||
 		    bpf_map_update_elem(u->procs_fd, &tgid, u->scratch, BPF_ANY)) {
@@ -752,6 +793,14 @@ static int track_now(struct unwinder *u, uint32_t tgid)
 	tracked_set(u, tgid);
 	u->procs_written++;
 	return 0;
+}
+
+void unwinder_set_python(struct unwinder *u, int python_procs_fd)
+{
+	pthread_mutex_lock(&u->state_lock);
+	if (!u->py)
+		u->py = pywalker_new(python_procs_fd);
+	pthread_mutex_unlock(&u->state_lock);
 }
 
 void unwinder_report(struct unwinder *u, FILE *out)
@@ -776,5 +825,6 @@ void unwinder_report(struct unwinder *u, FILE *out)
 		u->eh_frame_bytes ? table_bytes / 1024.0 / (u->eh_frame_bytes / 1048576.0) : 0.0,
 		u->build_ns / 1e6, u->files_without, u->files_refused, u->files_evicted, u->files_no_room,
 		u->mappings_dropped, UNWIND_MAX_MAPPINGS, u->procs_full, queued, u->files_listed, u->files_unnamed);
+	pywalker_report(u->py, out);
 	pthread_mutex_unlock(&u->state_lock);
 }

@@ -26,6 +26,8 @@ enum unwind_mode {
 #define UNWIND_PROCS_DEFAULT 4096
 /* Files named in unwind_files at once (304 bytes each, allocated as used). */
 #define UNWIND_FILES_DEFAULT 8192
+/* Code object addresses whose last code object the Python walk remembers (LRU; 32 bytes each). */
+#define PYTHON_CODES_DEFAULT 65536
 
 /*
  * @rows_fd: the unwind_rows array (@rows_cap rows); @procs_fd: unwind_procs;
@@ -40,6 +42,9 @@ void unwinder_free(struct unwinder *u);
  * process's mappings for the walk.  0, or -ENOMEM.
  */
 int unwinder_track(struct unwinder *u, uint32_t tgid);
+
+/* Walks the frames of CPython processes too: writes their entries in @python_procs_fd (not taken). */
+void unwinder_set_python(struct unwinder *u, int python_procs_fd);
 
 /* One line: files, rows, memory, .eh_frame read, build time, what did not fit or was not named. */
 void unwinder_report(struct unwinder *u, FILE *out);

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# CPython frames (--python): what they cost and how they compare with austin.
+#   P1. BPF ns per sample (bpf_stats of oncpu_sample) with --python auto and
+#       --python off, both recording -p the same Debian python3.11 process at
+#       once (same samples), Python frames per sample, and the loader's CPU
+#       time (user+sys of each aperture process), at 99 and 999 Hz;
+#   P2. Debian's austin (a sampler that reads the process from outside with
+#       process_vm_readv at every sample) against aperture --python on the
+#       same program at the same rate: the program's slowdown (spin
+#       iterations against a run with no profiler), the profiler's CPU
+#       (austin: its user+sys; aperture: the loader's user+sys plus its BPF
+#       run time), and the agreement of the stacks (sum over Python-only
+#       stacks, function names, of the smaller of the two shares). austin
+#       1.0.1 (Debian 12) does not find 3.11's interpreter state, so P2 runs
+#       pyenv's 3.8 when present.
+# Knobs: ROUNDS (3), D (seconds per run, 5), P_HZ ("99 999"), APERTURE.
+. "$(dirname "$0")/lib.sh"
+D=${D:-5}
+P_HZ=${P_HZ:-99 999}
+CHAIN=$ROOT/tests/workloads/python/chain.py
+PY311=/usr/bin/python3.11
+PY38=$(ls -d /root/.pyenv/versions/3.8.*/bin/python3 2>/dev/null | head -n1)
+
+int_of() { awk -v x="$1" 'BEGIN { if (x == "n/a" || x == "") print "n/a"; else printf "%.0f\n", x }'; }
+
+# cpu_s PID: user+sys seconds of PID so far
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo n/a; }
+
+# py_frames FOLDED: Python frames per sample
+py_frames() {
+	awk '{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s); k = split(s, f, ";"); p = 0
+		for (i = 2; i <= k; i++) if (f[i] ~ /_\([^;]*\.py:[0-9]+\)$/) p++
+		F += p * n; N += n } END { if (N) printf "%.1f\n", F / N; else print "n/a" }' "$1"
+}
+
+# ---------------------------------------------------------------- P1
+declare -A TOOLS
+p1_run() {
+	local hz=$1 pid mode rt cnt wl
+	timeout -k 5 $((D + 40)) "$PY311" "$CHAIN" spin $((D + 20)) >"$W/p1.wl" 2>&1 &
+	wl=$!
+	BGPIDS+=("$wl")
+	sleep 0.5
+	pid=$(pgrep -P "$wl" | head -n1)	# python, under timeout
+	local t0 t1
+	t0=$(date +%s.%N)
+	for mode in auto off; do
+		start_tool "p1$mode" timeout -k 5 $((D + 90)) "$APERTURE" record -F "$hz" --python "$mode" -p "$pid" \
+			-d $((D + 60)) --top 0 -o "$W/p1$mode.folded" && TOOLS[$mode]=$TOOL_PID
+	done
+	bpf_stats_of $(for k in "${!TOOLS[@]}"; do prog_ids_of "${TOOLS[$k]}"; done) >"$W/before"
+	for mode in auto off; do echo "$(cpu_s "$(pgrep -P "${TOOLS[$mode]}" | head -n1)")" >"$W/cpu0.$mode"; done
+	sleep "$D"
+	bpf_stats_of $(for k in "${!TOOLS[@]}"; do prog_ids_of "${TOOLS[$k]}"; done) >"$W/after"
+	for mode in auto off; do echo "$(cpu_s "$(pgrep -P "${TOOLS[$mode]}" | head -n1)")" >"$W/cpu1.$mode"; done
+	stats_delta "$W/before" "$W/after" >"$W/delta"
+	kill_tree "$wl"; wait "$wl" 2>/dev/null
+	for mode in auto off; do
+		local ids
+		ids=" $(prog_ids_of "${TOOLS[$mode]}" | tr '\n' ' ')"
+		read -r rt cnt < <(awk -v ids="$ids" 'index(ids, " " $1 " ") && $2 == "oncpu_sample"' "$W/delta" | awk '{ print $3, $4 }')
+		echo "${rt:-n/a} ${cnt:-n/a}" >"$W/p1.rc.$mode"
+	done
+	for mode in auto off; do TOOL_PID=${TOOLS[$mode]}; stop_tool; done
+	t1=$(date +%s.%N)
+	TOOLS=()
+	local rt_off samples
+	read -r rt_off _ <"$W/p1.rc.off"
+	for mode in auto off; do
+		read -r rt cnt <"$W/p1.rc.$mode"
+		# the folded covers the tool's life; the stats the D-second window
+		samples=$(awk -v d="$D" -v a="$t0" -v b="$t1" '{ t += $NF } END { printf "%.0f\n", t * d / (b - a) }' "$W/p1$mode.folded" 2>/dev/null)
+		printf '  %-8s %5s %9s %9s %9s %9s %12s %12s\n' "$mode" "$hz" "$cnt" "$(int_of "$(ratio_of "$rt" "$cnt")")" \
+			"${samples:-n/a}" "$( [ "$mode" = auto ] && py_frames "$W/p1$mode.folded" || echo 0)" \
+			"$( [ "$mode" = auto ] && int_of "$(awk -v a="$rt" -v b="$rt_off" -v n="$samples" 'BEGIN { if (a == "n/a" || b == "n/a" || !n) print "n/a"; else print (a - b) / n }')" || echo -)" \
+			"$(awk -v a="$(cat "$W/cpu0.$mode")" -v b="$(cat "$W/cpu1.$mode")" 'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else printf "%.3f", b - a }')"
+	done
+}
+
+table_p1() {
+	local hz
+	printf '\nP1. aperture record -p on one %s chain.py (c spinning), --python auto and off at once, %s s\n' "$PY311" "$D"
+	printf '  %-8s %5s %9s %9s %9s %9s %12s %12s\n' python Hz runs ns/run samples pyframes "+ns/sample" "loader cpu s"
+	for hz in $P_HZ; do p1_run "$hz"; done
+	printf '  (runs: of oncpu_sample in the window, every CPU, other processes'"'"' samples filtered out early;\n'
+	printf '   samples: the workload'"'"'s, scaled from the tool'"'"'s life to the window; pyframes: Python frames per sample; +ns/sample: the BPF\n'
+	printf '   run time --python adds, over the workload'"'"'s samples; loader cpu: user+sys over the window)\n'
+}
+
+# ---------------------------------------------------------------- P2
+# py_stacks FILE FORMAT: "share stack" of Python-only stacks (function names, root first)
+py_stacks() {
+	if [ "$2" = austin ]; then
+		# austin 1.0: "Thread ID;func (file);L<line>;func (file);L<line>... usec"
+		awk '{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s); k = split(s, f, ";"); out = ""
+			for (i = 2; i <= k; i++) if (f[i] !~ /^L[0-9]+$/) { g = f[i]; sub(/ \(.*$/, "", g); out = out (out ? ";" : "") g }
+			S[out] += n; T += n } END { for (x in S) printf "%.6f %s\n", S[x] / T, x }' "$1"
+	else
+		awk '{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s); k = split(s, f, ";"); out = ""
+			for (i = 2; i <= k; i++) if (f[i] ~ /_\([^;]*\.py:[0-9]+\)$/) { g = f[i]; sub(/_\(.*$/, "", g); out = out (out ? ";" : "") g }
+			S[out] += n; T += n } END { for (x in S) printf "%.6f %s\n", S[x] / T, x }' "$1"
+	fi
+}
+
+agreement() {
+	awk 'NR == FNR { a[$2] = $1; next } { b[$2] = $1 } END { for (x in a) if (x in b) s += (a[x] < b[x] ? a[x] : b[x]); printf "%.1f\n", 100 * s }' \
+		<(py_stacks "$1" aperture) <(py_stacks "$2" austin)
+}
+
+p2_round() {
+	local hz=$1 tool=$2 pid it cpu0 cpu1 bpf0 bpf1 us
+	us=$((1000000 / hz))
+	case $tool in
+	none)	timeout -k 5 $((D + 30)) "$PY38" "$CHAIN" spin "$D" >"$W/p2.out" 2>&1
+		echo "$(sed -n 's/^iterations=//p' "$W/p2.out") 0" ;;
+	austin)	/usr/bin/time -f '%U %S' -o "$W/p2.time" timeout -k 5 $((D + 30)) austin -i "$us" -o "$W/p2.austin.$hz" \
+			"$PY38" "$CHAIN" spin "$D" >"$W/p2.out" 2>"$W/p2.err"
+		echo "$(sed -n 's/^iterations=//p' "$W/p2.out") $(awk 'NF == 2 { print $1 + $2 }' "$W/p2.time" | tail -n1)" ;;
+	aperture)
+		start_tool p2ap timeout -k 5 $((D + 90)) "$APERTURE" record -F "$hz" -d $((D + 60)) --top 0 \
+			-o "$W/p2.aperture.$hz.folded" -- "$PY38" "$CHAIN" spin "$D"
+		sleep $((D + 1))
+		wait "$TOOL_PID" 2>/dev/null
+		echo "$(sed -n 's/^iterations=//p' "$W/p2ap.stdout") n/a" ;;
+	esac
+}
+
+# aperture's own CPU for P2: the loader's user+sys and the BPF run time, from a run with /usr/bin/time and bpf_stats
+p2_aperture_cost() {
+	local hz=$1 ids rt
+	/usr/bin/time -f '%U %S' -o "$W/p2.aptime" "$APERTURE" record -F "$hz" -d $((D + 60)) --top 0 \
+		-o "$W/p2.apc.folded" -- "$PY38" "$CHAIN" spin "$D" >"$W/p2.apc.out" 2>"$W/p2.apc.err" &
+	local t=$!
+	BGPIDS+=("$t")
+	sleep 1.5
+	ids=$(prog_ids_of "$(pgrep -P "$t" | head -n1)")
+	bpf_stats_of $ids >"$W/p2.b0"
+	wait "$t"
+	# the programs are gone at exit: the window is from 1.5 s to the end, scaled to the run
+	echo "$(awk 'NF == 2 { print $1 + $2 }' "$W/p2.aptime" | tail -n1) $(sed -n 's/.*(\(python frames: [0-9]*\).*/\1/p' "$W/p2.apc.err")"
+}
+
+table_p2() {
+	local hz r tool it cpu base ap au
+	printf '\nP2. %s chain.py spin %s s: no profiler, austin -i, aperture record (whole program), %s rounds\n' "${PY38:-(no pyenv 3.8)}" "$D" "$ROUNDS"
+	if [ -z "$PY38" ] || ! have austin; then printf '  n/a (needs pyenv 3.8 and austin)\n'; return; fi
+	printf '  %-9s %5s %14s %9s %14s %10s\n' tool Hz iterations slowdown "profiler cpu s" agree%
+	for hz in $P_HZ; do
+		for tool in none austin aperture; do : >"$W/p2.it.$tool"; : >"$W/p2.cpu.$tool"; done
+		for r in $(seq "$ROUNDS"); do
+			for tool in none austin aperture; do
+				read -r it cpu < <(p2_round "$hz" "$tool")
+				echo "${it:-n/a}" >>"$W/p2.it.$tool"
+				[ "$cpu" != n/a ] && echo "$cpu" >>"$W/p2.cpu.$tool"
+			done
+		done
+		read -r cpu _ < <(p2_aperture_cost "$hz")
+		echo "${cpu:-n/a}" >"$W/p2.cpu.aperture"
+		base=$(median <"$W/p2.it.none")
+		for tool in none austin aperture; do
+			it=$(median <"$W/p2.it.$tool")
+			printf '  %-9s %5s %14s %9s %14s %10s\n' "$tool" "$hz" "$it" \
+				"$(awk -v a="$it" -v b="$base" 'BEGIN { if (a == "n/a" || b == "n/a" || a == 0) print "n/a"; else printf "%.3f", b / a }')" \
+				"$( [ -s "$W/p2.cpu.$tool" ] && median <"$W/p2.cpu.$tool" || echo -)" \
+				"$( [ "$tool" = aperture ] && agreement "$W/p2.aperture.$hz.folded" "$W/p2.austin.$hz" || echo -)"
+		done
+	done
+	printf '  (slowdown: iterations with no profiler / with it, median of %s; profiler cpu: austin'"'"'s user+sys,\n' "$ROUNDS"
+	printf '   aperture'"'"'s loader user+sys for the whole record (load, tables, naming; its BPF time is in P1);\n'
+	printf '   agree%%: of the samples, the share whose Python-only stack (function names) both tools give equally)\n'
+}
+
+sysctl -qw kernel.bpf_stats_enabled=1
+mkdir -p "$BIN"
+table_p1
+table_p2

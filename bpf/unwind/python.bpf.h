@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * CPython frames, put in a user stack in place of the evaluator's native
+ * frame (bpf/unwind/dwarf.bpf.h calls in at each frame of a process the
+ * loader marked CPython).  The thread's PyThreadState comes from its pthread
+ * TSD slot (_PyRuntime.autoTSSkey, set by every CPython 3.8-3.13 for each
+ * thread with a thread state) through the task's fsbase, so a thread waiting
+ * for the GIL shows its own frames, never the holder's; its thread_id must be
+ * this thread's pthread_self() (= fsbase).  Each native evaluator frame, leaf
+ * to root, takes the Python frames of its run: one frame object (3.8-3.10),
+ * or frames down to the entry frame (3.11: is_entry; 3.12+: the CSTACK shim).
+ * Offsets: user/unwind/python.c.
+ */
+#ifndef UNWIND_PYTHON_BPF_H
+#define UNWIND_PYTHON_BPF_H
+
+#include "unwind/python_tables.h"
+#include "lib/stats.bpf.h"
+
+/* Set by the loader before load (--python): 0 verifies the walk away. */
+const volatile __u32 python_enabled = 0;
+
+/* Sized by the loader (1 entry when Python is off). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct python_proc);
+} python_procs SEC(".maps");
+
+/*
+ * Per (tgid, code object address): the code object last seen there and its
+ * generation (bpf/unwind/python_tables.h).  LRU: a forgotten address starts
+ * again at generation 0, which the loader then refuses to name for an older
+ * frame only if the identity differs.  Sized by the loader.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct python_code_key);
+	__type(value, struct python_code_seen);
+} python_codes SEC(".maps");
+
+/* Where a stack's walk of Python frames is. */
+struct python_walk {
+	struct python_proc *proc;	/* NULL: not a CPython process (the common case: one test per frame) */
+	__u32 tgid;
+	__u64 frame;			/* the next Python frame to show; 0 when none is left */
+	__s32 state;			/* 0: thread state not read yet; 1: walking; -1: done */
+};
+
+/* The state of one evaluator's run of frames, for the bpf_loop callback. */
+struct python_emit {
+	struct python_walk *pw;
+	struct aperture_stack *st;
+	__u32 emitted;
+	bool full;			/* the stack is full */
+	bool cut;			/* a read failed: the walk stops */
+};
+
+static __always_inline bool py_read(void *out, __u32 size, __u64 addr)
+{
+	return bpf_probe_read_user(out, size, (const void *)addr) == 0;
+}
+
+static __always_inline bool python_in_eval(const struct python_proc *py, __u64 pc)
+{
+	return (pc >= py->eval_start && pc < py->eval_end) ||
+	       (pc >= py->cold_start && pc < py->cold_end);
+}
+
+/* The current thread's newest Python frame into pw->frame: false when it has none. */
+static __always_inline bool python_thread_frame(struct python_walk *pw)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	const struct python_proc *py = pw->proc;
+	__u64 fsbase = task->thread.fsbase, tstate = 0, thread_id = 0, ptr = 0;
+	struct { __s32 initialized; __u32 key; } tss;
+
+	if (!py_read(&tss, sizeof(tss), py->tss_addr) || !tss.initialized || tss.key >= 32)
+		return false;	/* not initialized yet (the loader checked the offset itself) */
+	if (!py_read(&tstate, sizeof(tstate), fsbase + py->tsd_offset + tss.key * 16ULL + 8) || !tstate)
+		return false;	/* a thread without a Python thread state */
+	if (!py_read(&thread_id, sizeof(thread_id), tstate + py->ts_thread_id) || thread_id != fsbase) {
+		stat_inc(STAT_PY_CUT);
+		return false;
+	}
+	if (!py_read(&ptr, sizeof(ptr), tstate + py->ts_frame))
+		return false;
+	if (py->layout == PY_LAYOUT_CFRAME_ENTRY || py->layout == PY_LAYOUT_CFRAME_OWNER) {
+		if (!ptr || !py_read(&ptr, sizeof(ptr), ptr + py->cframe_current))
+			return false;
+	}
+	pw->frame = ptr;
+	return ptr != 0;
+}
+
+/* Each Python frame and its code object, read in one piece each (two reads a frame). */
+struct python_buf {
+	__u8 frame[PY_READ_MAX];
+	__u8 code[PY_READ_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct python_buf);
+} python_scratch SEC(".maps");
+
+/* The 8 bytes at @off of @buf (0 when @off is out of it: the loader checked every offset fits). */
+static __always_inline __u64 py_u64(const __u8 *buf, __u32 off)
+{
+	off &= 2 * PY_READ_MAX - 1;
+	if (off > PY_READ_MAX - 8)
+		return 0;
+	return *(const __u64 *)(buf + off);
+}
+
+static __always_inline __u32 py_u32(const __u8 *buf, __u32 off)
+{
+	off &= 2 * PY_READ_MAX - 1;
+	if (off > PY_READ_MAX - 4)
+		return 0;
+	return *(const __u32 *)(buf + off);
+}
+
+static __always_inline __u8 py_u8(const __u8 *buf, __u32 off)
+{
+	off &= 2 * PY_READ_MAX - 1;
+	if (off > PY_READ_MAX - 1)
+		return 0;
+	return buf[off];
+}
+
+/* Reads @len bytes (1..PY_READ_MAX) at @addr into @buf. */
+static __always_inline bool py_read_span(__u8 *buf, __u32 len, __u64 addr)
+{
+	len &= 2 * PY_READ_MAX - 1;
+	if (!len || len > PY_READ_MAX)
+		return false;
+	return bpf_probe_read_user(buf, len, (const void *)addr) == 0;
+}
+
+/* The instruction index (code units) of the frame in @b running @code. */
+static __always_inline __u64 python_instr(const struct python_proc *py, const struct python_buf *b, __u64 code)
+{
+	__u64 ptr, base;
+	__s32 lasti;
+
+	if (py->layout == PY_LAYOUT_FRAME_OBJECT) {
+		lasti = (__s32)py_u32(b->frame, py->frame_instr);
+		if (lasti < 0)
+			return 0;
+		return py->minor <= 9 ? (__u64)lasti / 2 : (__u64)lasti;	/* bytes before 3.10 */
+	}
+	base = code + py->code_adaptive;
+	ptr = py_u64(b->frame, py->frame_instr);
+	return ptr < base ? 0 : (ptr - base) / 2;
+}
+
+/* The generation of the code object at @code, identified by @identity (a new one: the next generation). */
+static __always_inline __u32 python_generation(__u32 tgid, __u64 code, __u64 identity)
+{
+	struct python_code_key key = { .tgid = tgid, .code = code };
+	struct python_code_seen *seen = bpf_map_lookup_elem(&python_codes, &key);
+	struct python_code_seen fresh = { .identity = identity };
+
+	if (!seen) {
+		bpf_map_update_elem(&python_codes, &key, &fresh, BPF_NOEXIST);
+		return 0;
+	}
+	if (seen->identity != identity) {
+		seen->identity = identity;	/* racing CPUs may count one change twice: still another generation */
+		seen->generation++;
+	}
+	return seen->generation;
+}
+
+/* bpf_loop callback: shows one Python frame of this evaluator's run; 1 stops. */
+static long python_frame_step(__u64 index, void *arg)
+{
+	struct python_emit *e = arg;
+	struct python_walk *pw = e->pw;
+	const struct python_proc *py = pw->proc;
+	struct aperture_stack *st = e->st;
+	__u64 frame = pw->frame, code, name, back;
+	__u32 depth = st->depth, zero = 0;
+	struct python_buf *b = bpf_map_lookup_elem(&python_scratch, &zero);
+	__u8 entry = 0;
+
+	if (!frame || !py || !b)
+		return 1;
+	if (!py_read_span(b->frame, py->frame_len, frame))
+		goto cut;
+	back = py_u64(b->frame, py->frame_back);
+	if (py->layout >= PY_LAYOUT_CFRAME_OWNER) {
+		if (py_u8(b->frame, py->frame_entry) == PY_FRAME_OWNED_BY_CSTACK) {
+			pw->frame = back;	/* the shim below this run's frames */
+			return 1;
+		}
+	} else if (py->layout == PY_LAYOUT_CFRAME_ENTRY) {
+		entry = py_u8(b->frame, py->frame_entry);
+	}
+	code = py_u64(b->frame, py->frame_code);
+	if (!code || !py_read_span(b->code, py->code_len, code + py->code_lo))
+		goto cut;
+	name = py_u64(b->code, (__u32)py->code_name - py->code_lo);
+	if (depth >= APERTURE_MAX_DEPTH) {
+		e->full = true;
+		return 1;
+	}
+	st->ips[depth] = py_frame_encode(code, python_instr(py, b, code),
+					 python_generation(pw->tgid, code, py_code_identity(name,
+						py_u32(b->code, (__u32)py->code_firstlineno - py->code_lo))));
+	st->depth = depth + 1;
+	e->emitted++;
+	pw->frame = back;
+	/* One frame object per evaluator call before 3.11; 3.11 marks the first of a run. */
+	return py->layout == PY_LAYOUT_FRAME_OBJECT || (py->layout == PY_LAYOUT_CFRAME_ENTRY && entry);
+cut:
+	e->cut = true;
+	return 1;
+}
+
+/*
+ * Called with the native frame at st->ips[st->depth - 1] at @pc (as looked
+ * up): when it is the evaluator's, puts its Python frames in its place.
+ * Returns false when the stack is full (the caller ends it truncated).
+ */
+static __always_inline bool python_frame(struct python_walk *pw, struct aperture_stack *st, __u64 pc)
+{
+	struct python_emit e = { .pw = pw, .st = st };
+	__u32 depth = st->depth;
+
+	if (!pw->proc || pw->state < 0 || !python_in_eval(pw->proc, pc) || !depth)
+		return true;
+	if (!pw->state) {
+		pw->state = python_thread_frame(pw) ? 1 : -1;
+		if (pw->state < 0)
+			return true;
+	}
+	if (!pw->frame) {
+		pw->state = -1;
+		return true;
+	}
+	st->depth = depth - 1;		/* the evaluator's frame: replaced */
+	bpf_loop(APERTURE_MAX_DEPTH, python_frame_step, &e, 0);
+	if (e.cut) {
+		stat_inc(STAT_PY_CUT);
+		pw->state = -1;
+	}
+	if (e.emitted) {
+		stat_add(STAT_PY_FRAMES, e.emitted);
+		st->pad = 1;	/* has Python frames: stack_store tells the loader when it is new */
+	} else if (st->depth == depth - 1) {
+		st->depth = depth;	/* nothing shown: the native frame stays */
+	}
+	if (e.full) {
+		stat_inc(STAT_PY_CUT);
+		return false;
+	}
+	return true;
+}
+
+#endif /* UNWIND_PYTHON_BPF_H */

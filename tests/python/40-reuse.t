@@ -1,0 +1,69 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Code objects freed and others allocated at their addresses between the
+# sample and the naming: reuse.py makes f0..f23 one after another (each its
+# own name and first line), spins 20M iterations in each (~0.25 s) and
+# deletes it; the next code object lands where the last one was.  The BPF
+# walk counts the generations of code objects at an address (python_codes):
+# a new one gets other frames (another stack), named when the BPF side
+# reports it; and the loader names a frame only while its generation still
+# lives at its address.  The hook APERTURE_TEST_PYTHON_NO_PREFETCH=1 names
+# frames only at the next drain (once a second), by then several cycles
+# later: those frames must be left unnamed ([python], counted), never given
+# the name of the function that lives there now, which would pile several
+# cycles onto one name.
+. "$(dirname "$0")/../lib.sh"
+require_root
+require_aperture
+have_feature dwarf_unwind || skip_all "no DWARF unwinding here (CPython frames need it): $(feature_why dwarf_unwind)"
+PY="$(cd "$(dirname "$0")/../workloads/python" && pwd)"
+CYCLES=24
+
+# run_reuse NAME [ENV...]: reuse.py recorded by -p for 14 s (alive at the drain)
+run_reuse() {
+	local name=$1 pid
+	shift
+	/usr/bin/python3.11 "$PY/reuse.py" "$CYCLES" 20000000 "$TMP/$name.result" &
+	pid=$!
+	_bg_pids+=("$pid")
+	sleep 0.2
+	env "$@" "$APERTURE" record -F 499 -p "$pid" -d 14 -o "$TMP/$name.folded" >"$TMP/$name.out" 2>"$TMP/$name.err"
+	AP_RC=$?
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+# per_fn FOLDED: "NAME WEIGHT" for each fN
+per_fn() {
+	awk '{ w = $NF; if (match($0, /;f[0-9]+_\(reuse_gen\.py:/)) { n = substr($0, RSTART + 1, RLENGTH - 15); t[n] += w } }
+		END { for (n in t) print n, t[n] }' "$1"
+}
+# over FOLDED PER: how many functions have more than 1.6 cycles' samples
+over() { per_fn "$1" | awk -v p="$2" '$2 > 1.6 * p { n++ } END { print n + 0 }'; }
+fn_total() { stack_weight "$1" '(f[0-9]+_\(reuse_gen\.py:[0-9]+\)|;\[python\])(;|$)'; }
+
+run_reuse late APERTURE_TEST_PYTHON_NO_PREFETCH=1
+is "named late: record exits 0" "$AP_RC" 0
+reused=$(kv "$TMP/late.result" reused)
+if [ "${reused:-0}" -ge $((CYCLES / 2)) ]; then
+	total=$(fn_total "$TMP/late.folded")
+	per=$((total / CYCLES))
+	ge "named late: samples in the cycles" "$total" 400
+	is "named late: no function with more than 1.6 cycles' samples (a cycle ~$per)" "$(over "$TMP/late.folded" "$per")" 0
+	ge "named late: replaced code objects' frames left unnamed ([python] >= 25%)" \
+		"$(pct "$(stack_weight "$TMP/late.folded" ';\[python\](;|$)')" "$total")" 25
+	ok "named late: the end line counts the unnamed frames" \
+		grep -qE 'python: [0-9]+ code objects named, [1-9][0-9]* frames unnamed' "$TMP/late.err"
+else
+	skip "named late" "only ${reused:-0} of $CYCLES code objects reused the last one's address here"
+fi
+
+run_reuse early
+is "named early: record exits 0" "$AP_RC" 0
+total=$(fn_total "$TMP/early.folded")
+per=$((total / CYCLES))
+is "named early (as each stack is reported): no function with more than 1.6 cycles' samples (a cycle ~$per)" \
+	"$(over "$TMP/early.folded" "$per")" 0
+ok "named early: almost all named ([python] < 5%)" awk -v u="$(stack_weight "$TMP/early.folded" ';\[python\](;|$)')" -v t="$total" 'BEGIN { exit !(t > 0 && u / t < 0.05) }'
+is "named early: all $CYCLES functions named" "$(per_fn "$TMP/early.folded" | wc -l)" "$CYCLES"
+
+done_testing
