@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "event_stream.h"
 #include "exporter.h"
+#include "jvm_perfmap.h"
 #include "profiler.h"
 #include "record.h"
 #include "symbolize.h"
@@ -42,6 +43,7 @@ struct record_opts {
 	uint64_t top;
 	const char *events_path;	/* --events FILE: the raw event stream */
 	char **command;			/* after --, NULL if none */
+	uint64_t jvm_perfmap_s;		/* --jvm-perfmap[=S]: 0 off */
 };
 
 struct record_run {
@@ -58,9 +60,10 @@ struct record_run {
 	int child_status_fd;		/* read end: errno of a failed exec, EOF on success */
 	uint64_t start_ns;
 	const char *events_hold;	/* APERTURE_TEST_EVENTS_HOLD (tests only) */
+	struct jvm_perfmap *jvm;	/* --jvm-perfmap */
 };
 
-enum { OPT_WEIGHT = 256, OPT_FORMAT, OPT_TOP, OPT_EVENTS, OPT_HELP, OPT_VERSION };
+enum { OPT_WEIGHT = 256, OPT_FORMAT, OPT_TOP, OPT_EVENTS, OPT_HELP, OPT_VERSION, OPT_JVM_PERFMAP };
 
 #define RECORD_PROFILER_OPTIONS (CLI_TARGETS | CLI_KIND_FLAGS | CLI_KIND_OPTIONS | CLI_CAPS)
 
@@ -71,6 +74,7 @@ static const struct option record_options[] = {
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "events", required_argument, NULL, OPT_EVENTS },
+	{ "jvm-perfmap", optional_argument, NULL, OPT_JVM_PERFMAP },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -92,6 +96,8 @@ static void usage(FILE *out)
 "  -d, --duration SECONDS   how long (default 10; with COMMAND: until it exits)\n");
 	cli_profiler_help(out, CLI_KIND_OPTIONS | CLI_CAPS);
 	fprintf(out,
+"      --jvm-perfmap[=S]    ask each JVM target (JDK 17+) to write /tmp/perf-PID.map\n"
+"                           (jcmd Compiler.perfmap) at start and every S s (default %d)\n"
 "\n"
 "Output:\n"
 "  -o, --output FILE        write here; repeatable (default profile.pb.gz). The format\n"
@@ -106,7 +112,7 @@ static void usage(FILE *out)
 "                           events FILE): CpuSample with --raw-samples, Syscall over\n"
 "                           --syscall-threshold-us, Lock over --lock-threshold-us\n"
 "  -v, --verbose            more messages (twice: libbpf debug)\n"
-"      --help, --version\n", exporter_names());
+"      --help, --version\n", JVM_PERFMAP_DEFAULT_S, exporter_names());
 }
 
 static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt *g);
@@ -174,6 +180,11 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 		case OPT_EVENTS:
 			o->events_path = optarg;
 			o->prof.raw_events = true;
+			break;
+		case OPT_JVM_PERFMAP:
+			o->jvm_perfmap_s = JVM_PERFMAP_DEFAULT_S;
+			if (optarg && !cli_parse_u64("--jvm-perfmap", optarg, 1, 3600, &o->jvm_perfmap_s))
+				return EXIT_USAGE;
 			break;
 		case OPT_TOP:
 			if (!cli_parse_u64("--top", optarg, 0, 100000, &o->top))
@@ -443,6 +454,8 @@ static int record_loop(struct record_run *run)
 			return err;
 		symbolizer_reread_young(run->sym);
 		poll_all(run);
+		if (run->jvm)
+			jvm_perfmap_tick(run->jvm);
 	}
 	if (tty)
 		fputc('\n', stderr);
@@ -487,6 +500,8 @@ static void report_stats(struct record_run *run)
 		profiler_unwind_report(p, stderr);
 	}
 	report_python(run);
+	if (run->jvm)
+		jvm_perfmap_report(run->jvm, stderr);
 }
 
 static int tgid_cmp(const void *a, const void *b)
@@ -711,6 +726,7 @@ static void run_cleanup(struct record_run *run)
 		waitpid(run->child, NULL, 0);
 	}
 	symbolizer_free(run->sym);
+	jvm_perfmap_free(run->jvm);
 }
 
 int record_main(int argc, char **argv)
@@ -770,6 +786,13 @@ int record_main(int argc, char **argv)
 		err = EXIT_RUNTIME;
 		goto cleanup;
 	}
+	/* After the attach: the code the JVM compiled so far is named from the first sample. */
+	if (o->jvm_perfmap_s && !(run.jvm = jvm_perfmap_new((unsigned int)o->jvm_perfmap_s, o->pids, o->prof.npids))) {
+		err = EXIT_RUNTIME;
+		goto cleanup;
+	}
+	if (run.jvm)
+		jvm_perfmap_tick(run.jvm);
 	err = record_loop(&run) ? EXIT_RUNTIME : 0;
 	for (int i = 0; i < run.nprofs; i++)
 		run.profiles[i].duration_ns = now_ns(CLOCK_MONOTONIC) - run.start_ns;

@@ -1,0 +1,72 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# --jvm-perfmap (user/lib/jvm_attach.c, user/cmd/jvm_perfmap.c): a JVM asked for
+# its /tmp/perf-PID.map through the HotSpot attach socket names its JIT code;
+# a process that is not a JVM, or one that only looks like one, is not signalled;
+# a planted /tmp/.java_pidN that is not a socket is refused without a hang.
+. "$(dirname "$0")/../lib.sh"
+require_root
+require_aperture
+JAVA=${JAVA:-/usr/bin/java}
+JAVAC=${JAVAC:-/usr/bin/javac}
+[ -x "$JAVA" ] && [ -x "$JAVAC" ] || skip_all "no $JAVA and $JAVAC (Debian's openjdk-17-jdk-headless)"
+"$JAVAC" -d "$TMP/classes" "$TOP/tests/workloads/jvm/Hot.java" 2>"$TMP/javac.err" || skip_all "javac failed: $(head -1 "$TMP/javac.err")"
+
+# alive PID...: each PID runs (not a zombie: kill -0 passes on a child that died unreaped)
+alive() { local p; for p in "$@"; do grep -qE '^State:\s+[^Z]' "/proc/$p/status" 2>/dev/null || return 1; done; }
+# hot_share FOLDED: percent of the Java main thread's samples (comm "java") with a frame named ...Hot.hot(long)
+hot_share() {
+	pct "$(stack_weight "$1" '^java;.*Hot\.hot\(long\)')" "$(stack_weight "$1" '^java;')"
+}
+
+# The known answer: main calls hot() forever and hot() is never inlined, so nearly every sample of the
+# Java thread is in hot() once the JIT compiled it (~2 s of warm-up), named only by the perf map.
+bg "$JAVA" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Hot::hot -cp "$TMP/classes" Hot
+JP=$BG_PID
+at_exit "rm -f /tmp/perf-$JP.map"
+sleep $((2 * TEST_SCALE))
+rm -f "/tmp/perf-$JP.map"
+
+ap_ok "without --jvm-perfmap" plain record -F 499 -d 5 -o "$TMP/plain.folded" -p "$JP"
+h=$(hot_share "$TMP/plain.folded")
+diag "without --jvm-perfmap: $h% of the Java thread's samples named Hot.hot"
+ok "without --jvm-perfmap: the JIT code is unnamed (< 80%: the check below needs the perf map)" \
+	awk -v h="$h" 'BEGIN { exit !(h < 80) }'
+ok "without --jvm-perfmap: no perf map written" test ! -e "/tmp/perf-$JP.map"
+
+ap_ok "--jvm-perfmap" jvm record -F 499 -d 5 --jvm-perfmap -o "$TMP/jvm.folded" -p "$JP"
+ge ">= 80% of the Java thread's samples named ...Hot.hot" "$(hot_share "$TMP/jvm.folded")" 80
+ok "the end line: 1 JVM asked, 1 answered" grep -q 'jvm perf maps: 1 JVM asked, 1 answered' "$TMP/jvm.err"
+ok "the JVM wrote its perf map" test -s "/tmp/perf-$JP.map"
+ok "the JVM is still running" alive "$JP"
+
+# Not JVMs: SIGQUIT kills them (a background job of this script ignores SIGQUIT, so each sets it back
+# to the default first), so a signal would show.  The second maps a file named
+# libjvm.so (a look-alike) but does not catch SIGQUIT: refused, not signalled.  Each has a planted
+# /tmp/.java_pidN that is not a socket: a FIFO by nobody (a blocking open would hang), a regular file.
+cc -shared -o "$TMP/libjvm.so" -x c /dev/null 2>/dev/null || skip_all "no cc for the look-alike libjvm.so"
+bg /usr/bin/python3 -c 'import signal, time; signal.signal(signal.SIGQUIT, signal.SIG_DFL); time.sleep(600)'
+PLAIN=$BG_PID
+bg env LD_PRELOAD="$TMP/libjvm.so" sleep 600
+FAKE=$BG_PID
+bg env LD_PRELOAD="$TMP/libjvm.so" sleep 600
+FAKE2=$BG_PID
+bg env LD_PRELOAD="$TMP/libjvm.so" /usr/bin/python3 -c 'import signal, time; signal.signal(signal.SIGQUIT, signal.SIG_DFL); time.sleep(600)'
+FAKE3=$BG_PID	# nothing planted: would need SIGQUIT
+sleep 1
+mkfifo "/tmp/.java_pid$FAKE" && chown nobody "/tmp/.java_pid$FAKE"
+echo planted >"/tmp/.java_pid$FAKE2"
+at_exit "rm -f /tmp/.java_pid$FAKE /tmp/.java_pid$FAKE2"
+ok "the look-alikes map libjvm.so" sh -c "grep -q libjvm.so /proc/$FAKE2/maps"
+ap_ok "not JVMs" fake record -F 99 -d 3 --jvm-perfmap=1 -o "$TMP/fake.folded" -p "$PLAIN" -p "$FAKE" -p "$FAKE2" -p "$FAKE3"
+ok "--jvm-perfmap with look-alikes ends in time (${AP_SECS}s for -d 3)" awk -v s="$AP_SECS" 'BEGIN { exit !(s < 3 + 5 * '"$TEST_SCALE"') }'
+ok "the non-JVM is not signalled (alive)" alive "$PLAIN"
+ok "the look-alikes are not signalled (alive)" alive "$FAKE" "$FAKE2" "$FAKE3"
+ok "the planted regular file is refused, one line" \
+	test "$(grep -c "pid $FAKE2: perf map not written: /tmp/.java_pidN is not a socket" "$TMP/fake.err")" = 1
+ok "the planted FIFO (by nobody) is refused, one line" \
+	test "$(grep -c "pid $FAKE: perf map not written: /tmp/.java_pidN is not a socket" "$TMP/fake.err")" = 1
+ok "the look-alike without a listener is not signalled: it does not catch SIGQUIT, one line" \
+	test "$(grep -c "pid $FAKE3: perf map not written: no attach listener, and SIGQUIT is not caught" "$TMP/fake.err")" = 1
+ok "the end line: 3 JVMs asked (the look-alikes), 0 answered" grep -q 'jvm perf maps: 3 JVMs asked, 0 answered' "$TMP/fake.err"
+done_testing
