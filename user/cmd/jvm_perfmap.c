@@ -14,11 +14,14 @@
 #define MAX_JVMS	 64	/* JVMs asked per run; more are counted, not asked */
 #define MAX_DEPTH	 64	/* parents walked to find a named ancestor */
 #define ATTACH_TIMEOUT_MS 3000
+#define ROUND_BUDGET_NS	 (5 * 1000000000ull)	/* a round stops asking after this: the record loop waits */
+#define MAX_FAILURES	 3	/* a JVM that failed this many times in a row is not asked again */
 
 struct jvm {
 	uint32_t pid;
 	uint64_t start_time;	/* with the pid: this process, not a later one */
 	bool answered, failed;	/* a failure is logged once per JVM */
+	unsigned int failures;	/* in a row */
 };
 
 struct jvm_perfmap {
@@ -27,6 +30,7 @@ struct jvm_perfmap {
 	int npids;
 	struct jvm jvms[MAX_JVMS];
 	unsigned int njvms, skipped;
+	unsigned int rounds_cut;	/* rounds that ran out of ROUND_BUDGET_NS */
 };
 
 struct jvm_perfmap *jvm_perfmap_new(unsigned int interval_s, const uint32_t *pids, int npids)
@@ -78,16 +82,22 @@ static void ask(struct jvm_perfmap *jp, uint32_t pid)
 	struct jvm *j;
 	char why[200];
 
-	if (!start_time || !jvm_maps_libjvm(pid) || !(j = jvm_slot(jp, pid, start_time)))
+	if (!start_time || !jvm_maps_libjvm(pid) || !(j = jvm_slot(jp, pid, start_time)) ||
+	    j->failures >= MAX_FAILURES)
 		return;
 	if (!jvm_request_perfmap(pid, ATTACH_TIMEOUT_MS, why, sizeof(why))) {
 		if (!j->answered)
 			log_info("jvm pid %u: perf map written", pid);
 		j->answered = true;
-	} else if (!j->failed) {
+		j->failures = 0;
+		return;
+	}
+	if (!j->failed) {
 		j->failed = true;
 		log_warn("--jvm-perfmap: pid %u: perf map not written: %s", pid, why);
 	}
+	if (++j->failures == MAX_FAILURES)
+		log_info("jvm pid %u: not asked again (%d failures in a row)", pid, MAX_FAILURES);
 }
 
 void jvm_perfmap_tick(struct jvm_perfmap *jp)
@@ -109,6 +119,10 @@ void jvm_perfmap_tick(struct jvm_perfmap *jp)
 		if (!isdigit((unsigned char)d->d_name[0]))
 			continue;
 		pid = (uint32_t)strtoul(d->d_name, NULL, 10);
+		if (now_ns(CLOCK_MONOTONIC) - now > ROUND_BUDGET_NS) {
+			jp->rounds_cut++;
+			break;
+		}
 		if (pid != self && is_target(jp, pid))
 			ask(jp, pid);
 	}
@@ -124,6 +138,8 @@ void jvm_perfmap_report(const struct jvm_perfmap *jp, FILE *out)
 	fprintf(out, "aperture: jvm perf maps: %u JVM%s asked, %u answered", jp->njvms, jp->njvms == 1 ? "" : "s",
 		answered);
 	if (jp->skipped)
-		fprintf(out, ", %u over %d not asked", jp->skipped, MAX_JVMS);
+		fprintf(out, ", %u asks skipped (over %d JVMs)", jp->skipped, MAX_JVMS);
+	if (jp->rounds_cut)
+		fprintf(out, ", %u round%s cut short after 5 s", jp->rounds_cut, jp->rounds_cut == 1 ? "" : "s");
 	fputc('\n', out);
 }
