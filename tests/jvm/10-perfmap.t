@@ -23,7 +23,7 @@ hot_share() {
 # Java thread is in hot() once the JIT compiled it (~2 s of warm-up), named only by the perf map.
 bg "$JAVA" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Hot::hot -cp "$TMP/classes" Hot
 JP=$BG_PID
-at_exit "rm -f /tmp/perf-$JP.map"
+at_exit "rm -f /tmp/perf-$JP.map /tmp/.java_pid$JP"	# kill -9 leaves the JVM no time to remove its socket
 sleep $((2 * TEST_SCALE))
 rm -f "/tmp/perf-$JP.map"
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <ctype.h>
+#include <errno.h>
 #include <dirent.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -15,13 +16,16 @@
 #define MAX_DEPTH	 64	/* parents walked to find a named ancestor */
 #define ATTACH_TIMEOUT_MS 3000
 #define ROUND_BUDGET_NS	 (5 * 1000000000ull)	/* a round stops asking after this: the record loop waits */
-#define MAX_FAILURES	 3	/* a JVM that failed this many times in a row is not asked again */
+#define MAX_TIMEOUTS	 3	/* a JVM that timed out this many times in a row is not asked again */
+#define EARLY_ROUNDS	 5	/* the first rounds a second apart: a JVM just started compiles its hot code */
+#define EARLY_EVERY_NS	 1000000000ull
 
 struct jvm {
 	uint32_t pid;
 	uint64_t start_time;	/* with the pid: this process, not a later one */
-	bool answered, failed;	/* a failure is logged once per JVM */
-	unsigned int failures;	/* in a row */
+	bool answered;
+	unsigned int timeouts;	/* in a row: each held the record loop */
+	char why[200];		/* the last failure, reported at the end when it never answered */
 };
 
 struct jvm_perfmap {
@@ -30,7 +34,7 @@ struct jvm_perfmap {
 	int npids;
 	struct jvm jvms[MAX_JVMS];
 	unsigned int njvms, skipped;
-	unsigned int rounds_cut;	/* rounds that ran out of ROUND_BUDGET_NS */
+	unsigned int rounds, rounds_cut;	/* rounds_cut: out of ROUND_BUDGET_NS */
 };
 
 struct jvm_perfmap *jvm_perfmap_new(unsigned int interval_s, const uint32_t *pids, int npids)
@@ -81,23 +85,23 @@ static void ask(struct jvm_perfmap *jp, uint32_t pid)
 	uint64_t start_time = proc_start_time(pid);
 	struct jvm *j;
 	char why[200];
+	int err;
 
 	if (!start_time || !jvm_maps_libjvm(pid) || !(j = jvm_slot(jp, pid, start_time)) ||
-	    j->failures >= MAX_FAILURES)
+	    j->timeouts >= MAX_TIMEOUTS)
 		return;
-	if (!jvm_request_perfmap(pid, ATTACH_TIMEOUT_MS, why, sizeof(why))) {
+	err = jvm_request_perfmap(pid, ATTACH_TIMEOUT_MS, why, sizeof(why));
+	if (!err) {
 		if (!j->answered)
 			log_info("jvm pid %u: perf map written", pid);
 		j->answered = true;
-		j->failures = 0;
+		j->timeouts = 0;
 		return;
 	}
-	if (!j->failed) {
-		j->failed = true;
-		log_warn("--jvm-perfmap: pid %u: perf map not written: %s", pid, why);
-	}
-	if (++j->failures == MAX_FAILURES)
-		log_info("jvm pid %u: not asked again (%d failures in a row)", pid, MAX_FAILURES);
+	snprintf(j->why, sizeof(j->why), "%s", why);
+	j->timeouts = err == -ETIMEDOUT ? j->timeouts + 1 : 0;
+	if (j->timeouts == MAX_TIMEOUTS)
+		log_info("jvm pid %u: not asked again (%d timeouts in a row)", pid, MAX_TIMEOUTS);
 }
 
 void jvm_perfmap_tick(struct jvm_perfmap *jp)
@@ -109,7 +113,8 @@ void jvm_perfmap_tick(struct jvm_perfmap *jp)
 
 	if (now < jp->next_ns)
 		return;
-	jp->next_ns = now + jp->interval_ns;
+	jp->next_ns = now + (++jp->rounds < EARLY_ROUNDS && jp->interval_ns > EARLY_EVERY_NS ?
+			     EARLY_EVERY_NS : jp->interval_ns);
 	proc = opendir("/proc");
 	if (!proc)
 		return;
@@ -133,8 +138,13 @@ void jvm_perfmap_report(const struct jvm_perfmap *jp, FILE *out)
 {
 	unsigned int answered = 0;
 
-	for (unsigned int i = 0; i < jp->njvms; i++)
-		answered += jp->jvms[i].answered;
+	for (unsigned int i = 0; i < jp->njvms; i++) {
+		const struct jvm *j = &jp->jvms[i];
+
+		answered += j->answered;
+		if (!j->answered)
+			log_warn("--jvm-perfmap: pid %u: perf map not written: %s", j->pid, j->why);
+	}
 	fprintf(out, "aperture: jvm perf maps: %u JVM%s asked, %u answered", jp->njvms, jp->njvms == 1 ? "" : "s",
 		answered);
 	if (jp->skipped)

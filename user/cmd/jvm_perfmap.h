@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * --jvm-perfmap: at start and every N s, each JVM among the targets (the -p
+ * --jvm-perfmap: at start, each second for 5 s, then every N s, each JVM among the targets (the -p
  * pids and their descendants, or every process) is asked to write its
  * /tmp/perf-PID.map, which the symbolizer reads to name JIT frames.
  */

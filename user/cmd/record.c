@@ -97,7 +97,8 @@ static void usage(FILE *out)
 	cli_profiler_help(out, CLI_KIND_OPTIONS | CLI_CAPS);
 	fprintf(out,
 "      --jvm-perfmap[=S]    ask each JVM target (JDK 17+) to write /tmp/perf-PID.map\n"
-"                           (jcmd Compiler.perfmap) at start and every S s (default %d)\n"
+"                           (jcmd Compiler.perfmap) at start, each second for 5 s, then\n"
+"                           every S s (default %d)\n"
 "\n"
 "Output:\n"
 "  -o, --output FILE        write here; repeatable (default profile.pb.gz). The format\n"
