@@ -40,6 +40,15 @@ ok "the end line: 1 JVM asked, 1 answered" grep -q 'jvm perf maps: 1 JVM asked, 
 ok "the JVM wrote its perf map" test -s "/tmp/perf-$JP.map"
 ok "the JVM is still running" alive "$JP"
 
+# The JVM started by aperture (-- COMMAND): asked each second for the first 5 s, it names its hot code
+# from its first seconds; the JVM's start (~0.5 s here, interpreted) is in the 20% left.
+ap_ok "-- java" cmd record -v -F 499 -d 8 --jvm-perfmap -o "$TMP/cmd.folded" -- \
+	"$JAVA" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Hot::hot -cp "$TMP/classes" Hot
+ge "-- java: >= 80% of the Java thread's samples named ...Hot.hot" "$(hot_share "$TMP/cmd.folded")" 80
+ok "-- java: the end line: 1 JVM asked, 1 answered" grep -q 'jvm perf maps: 1 JVM asked, 1 answered' "$TMP/cmd.err"
+CHILD=$(sed -n 's/.*jvm pid \([0-9]*\): perf map written.*/\1/p' "$TMP/cmd.err" | head -1)
+[ -n "$CHILD" ] && rm -f "/tmp/perf-$CHILD.map" "/tmp/.java_pid$CHILD"
+
 # Not JVMs: SIGQUIT kills them (a background job of this script ignores SIGQUIT, so each sets it back
 # to the default first), so a signal would show.  The second maps a file named
 # libjvm.so (a look-alike) but does not catch SIGQUIT: refused, not signalled.  Each has a planted
