@@ -272,7 +272,7 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 		return -1;
 	if (python_enabled && (w.proc->flags & UNWIND_PROC_PYTHON))
 		w.py.proc = bpf_map_lookup_elem(&python_procs, &w.tgid);
-	w.py.tgid = w.tgid;
+	w.py.cur.tgid = w.tgid;
 	if (!unwind_walk_begin(&w, st))
 		return 0;
 	w.precise = true;

@@ -42,17 +42,22 @@ struct {
 	__type(value, struct python_code_seen);
 } python_codes SEC(".maps");
 
-/* Where a stack's walk of Python frames is. */
+/* Where a stack's walk of Python frames is: scalars only (python_run_put's argument). */
+struct python_cursor {
+	__u64 frame;			/* the next Python frame to show; 0 when none is left */
+	__u32 tgid;
+	__s32 state;			/* 0: thread state not read yet; 1: walking; -1: done */
+};
+
 struct python_walk {
 	struct python_proc *proc;	/* NULL: not a CPython process (the common case: one test per frame) */
-	__u32 tgid;
-	__u64 frame;			/* the next Python frame to show; 0 when none is left */
-	__s32 state;			/* 0: thread state not read yet; 1: walking; -1: done */
+	struct python_cursor cur;
 };
 
 /* The state of one evaluator's run of frames, for the bpf_loop callback. */
 struct python_emit {
-	struct python_walk *pw;
+	const struct python_proc *py;
+	struct python_cursor *cur;
 	struct aperture_stack *st;
 	__u32 emitted;
 	bool full;			/* the stack is full */
@@ -70,11 +75,10 @@ static __always_inline bool python_in_eval(const struct python_proc *py, __u64 p
 	       (pc >= py->cold_start && pc < py->cold_end);
 }
 
-/* The current thread's newest Python frame into pw->frame: false when it has none. */
-static __always_inline bool python_thread_frame(struct python_walk *pw)
+/* The current thread's newest Python frame into cur->frame: false when it has none. */
+static __always_inline bool python_thread_frame(const struct python_proc *py, struct python_cursor *cur)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	const struct python_proc *py = pw->proc;
 	__u64 fsbase = task->thread.fsbase, tstate = 0, thread_id = 0, ptr = 0;
 	struct { __s32 initialized; __u32 key; } tss;
 
@@ -92,7 +96,7 @@ static __always_inline bool python_thread_frame(struct python_walk *pw)
 		if (!ptr || !py_read(&ptr, sizeof(ptr), ptr + py->cframe_current))
 			return false;
 	}
-	pw->frame = ptr;
+	cur->frame = ptr;
 	return ptr != 0;
 }
 
@@ -182,10 +186,10 @@ static __always_inline __u32 python_generation(__u32 tgid, __u64 code, __u64 ide
 static long python_frame_step(__u64 index, void *arg)
 {
 	struct python_emit *e = arg;
-	struct python_walk *pw = e->pw;
-	const struct python_proc *py = pw->proc;
+	struct python_cursor *cur = e->cur;
+	const struct python_proc *py = e->py;
 	struct aperture_stack *st = e->st;
-	__u64 frame = pw->frame, code, name, back;
+	__u64 frame = cur->frame, code, name, back;
 	__u32 depth = st->depth, zero = 0;
 	struct python_buf *b = bpf_map_lookup_elem(&python_scratch, &zero);
 	__u8 entry = 0;
@@ -197,7 +201,7 @@ static long python_frame_step(__u64 index, void *arg)
 	back = py_u64(b->frame, py->frame_back);
 	if (py->layout >= PY_LAYOUT_CFRAME_OWNER) {
 		if (py_u8(b->frame, py->frame_entry) == PY_FRAME_OWNED_BY_CSTACK) {
-			pw->frame = back;	/* the shim below this run's frames */
+			cur->frame = back;	/* the shim below this run's frames */
 			return 1;
 		}
 	} else if (py->layout == PY_LAYOUT_CFRAME_ENTRY) {
@@ -212,11 +216,11 @@ static long python_frame_step(__u64 index, void *arg)
 		return 1;
 	}
 	st->ips[depth] = py_frame_encode(code, python_instr(py, b, code),
-					 python_generation(pw->tgid, code, py_code_identity(name,
+					 python_generation(cur->tgid, code, py_code_identity(name,
 						py_u32(b->code, (__u32)py->code_firstlineno - py->code_lo))));
 	st->depth = depth + 1;
 	e->emitted++;
-	pw->frame = back;
+	cur->frame = back;
 	/* One frame object per evaluator call before 3.11; 3.11 marks the first of a run. */
 	return py->layout == PY_LAYOUT_FRAME_OBJECT || (py->layout == PY_LAYOUT_CFRAME_ENTRY && entry);
 cut:
@@ -225,31 +229,41 @@ cut:
 }
 
 /*
- * Called with the native frame at st->ips[st->depth - 1] at @pc (as looked
- * up): when it is the evaluator's, puts its Python frames in its place.
- * Returns false when the stack is full (the caller ends it truncated).
+ * The evaluator's native frame at st->ips[st->depth - 1]: puts its run's
+ * Python frames in its place.  0, or -1 when the stack is full (the caller
+ * ends it truncated).  A global function, verified once on its own: inlined
+ * in the DWARF walk's loop body, its paths multiplied with the walk's and
+ * took syscall_exit past the verifier's 1M instructions.  So it takes only
+ * scalars and memory (@cur, @st) and looks the process up again itself.
  */
-static __always_inline bool python_frame(struct python_walk *pw, struct aperture_stack *st, __u64 pc)
+__noinline int python_run_put(struct python_cursor *cur, struct aperture_stack *st)
 {
-	struct python_emit e = { .pw = pw, .st = st };
-	__u32 depth = st->depth;
+	struct python_emit e = { .cur = cur, .st = st };
+	__u32 depth, tgid;
 
-	if (!pw->proc || pw->state < 0 || !python_in_eval(pw->proc, pc) || !depth)
-		return true;
-	if (!pw->state) {
-		pw->state = python_thread_frame(pw) ? 1 : -1;
-		if (pw->state < 0)
-			return true;
+	if (!cur || !st)
+		return 0;
+	tgid = cur->tgid;
+	e.py = bpf_map_lookup_elem(&python_procs, &tgid);
+	depth = st->depth;
+	if (!e.py || !depth || depth > APERTURE_MAX_DEPTH) {
+		cur->state = -1;
+		return 0;
 	}
-	if (!pw->frame) {
-		pw->state = -1;
-		return true;
+	if (!cur->state) {
+		cur->state = python_thread_frame(e.py, cur) ? 1 : -1;
+		if (cur->state < 0)
+			return 0;
+	}
+	if (!cur->frame) {
+		cur->state = -1;
+		return 0;
 	}
 	st->depth = depth - 1;		/* the evaluator's frame: replaced */
 	bpf_loop(APERTURE_MAX_DEPTH, python_frame_step, &e, 0);
 	if (e.cut) {
 		stat_inc(STAT_PY_CUT);
-		pw->state = -1;
+		cur->state = -1;
 	}
 	if (e.emitted) {
 		stat_add(STAT_PY_FRAMES, e.emitted);
@@ -259,9 +273,21 @@ static __always_inline bool python_frame(struct python_walk *pw, struct aperture
 	}
 	if (e.full) {
 		stat_inc(STAT_PY_CUT);
-		return false;
+		return -1;
 	}
-	return true;
+	return 0;
+}
+
+/*
+ * Called with the native frame at st->ips[st->depth - 1] at @pc (as looked
+ * up): when it is the evaluator's, puts its Python frames in its place.
+ * Returns false when the stack is full (the caller ends it truncated).
+ */
+static __always_inline bool python_frame(struct python_walk *pw, struct aperture_stack *st, __u64 pc)
+{
+	if (!pw->proc || pw->cur.state < 0 || !st->depth || !python_in_eval(pw->proc, pc))
+		return true;
+	return python_run_put(&pw->cur, st) == 0;
 }
 
 #endif /* UNWIND_PYTHON_BPF_H */
