@@ -21,7 +21,7 @@ static void symbolizer_reads(int fd)
 	struct elf_syms es;
 	uint64_t vaddr;
 
-	if (elf_syms_load(&es, fd, "/fuzz/bin/prog", 0) == 0) {
+	if (elf_syms_load(&es, fd, "/fuzz/bin/prog", -1) == 0) {
 		for (size_t i = 0; i < es.nloads; i++)
 			elf_syms_vaddr(&es, es.loads[i].offset, &vaddr);
 		for (size_t i = 0; i < es.nfdes; i++)

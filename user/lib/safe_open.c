@@ -99,26 +99,46 @@ static int check_regular(int fd, uint64_t max_size, struct stat *st)
 	return S_ISREG(st->st_mode) ? -EFBIG : S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
 }
 
-int target_open(uint32_t pid, const char *path, uint64_t max_size, unsigned int flags, struct stat *st)
+int target_root_open(uint32_t pid)
 {
-	int last_flags = OPEN_FLAGS | ((flags & TARGET_NOFOLLOW) ? O_NOFOLLOW : 0);
 	char root[32];
-	int rootfd, fd;
+	int rootfd;
 
-	if (path[0] != '/')
-		return -EINVAL;
 	snprintf(root, sizeof(root), "/proc/%" PRIu32 "/root", pid);
 	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
+	return rootfd;
+}
+
+int target_open_in(int rootfd, const char *path, uint64_t max_size, unsigned int flags, struct stat *st)
+{
+	int last_flags = OPEN_FLAGS | ((flags & TARGET_NOFOLLOW) ? O_NOFOLLOW : 0);
+	int fd;
+
+	if (path[0] != '/')
+		return -EINVAL;
 	if (target_open_has_openat2()) {
 		fd = (int)sys_openat2(rootfd, path, (uint64_t)last_flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
 		fd = fd >= 0 ? fd : -errno;
 	} else {
 		fd = walk_in_root(rootfd, path, last_flags | O_NOFOLLOW);
 	}
-	close(rootfd);
 	return check_regular(fd, max_size, st);
+}
+
+int target_open(uint32_t pid, const char *path, uint64_t max_size, unsigned int flags, struct stat *st)
+{
+	int rootfd, fd;
+
+	if (path[0] != '/')
+		return -EINVAL;
+	rootfd = target_root_open(pid);
+	if (rootfd < 0)
+		return rootfd;
+	fd = target_open_in(rootfd, path, max_size, flags, st);
+	close(rootfd);
+	return fd;
 }
 
 int target_open_mapped(uint32_t pid, uint64_t start, uint64_t end, const char *path, uint64_t max_size,

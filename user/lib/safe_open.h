@@ -26,6 +26,14 @@
 int target_open(uint32_t pid, const char *path, uint64_t max_size, unsigned int flags, struct stat *st);
 
 /*
+ * @pid's root directory (an O_PATH fd, or -errno): it stays usable after the
+ * process exits, for files looked up later (debug files at symbolization).
+ */
+int target_root_open(uint32_t pid);
+/* target_open in the root @rootfd (target_root_open's), which it does not take. */
+int target_open_in(int rootfd, const char *path, uint64_t max_size, unsigned int flags, struct stat *st);
+
+/*
  * The file @pid maps at [@start, @end), whose maps line names @path: through
  * /proc/PID/map_files (the mapped file itself, deleted or not), else
  * target_open(@path).  The same checks; the fd or -errno.

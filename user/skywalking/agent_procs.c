@@ -175,16 +175,19 @@ static bool exe_has_symbols(uint32_t pid, const char *exe)
 {
 	char path[64];
 	struct elf_syms es;
+	int fd, root_fd;
 	bool named;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return true;	/* gone, or not ours to read: let the OAP offer it */
+	root_fd = target_root_open(pid);
 	/* The _start the symbolizer names at the entry point of a stripped file is not a symbol of its own. */
-	named = elf_syms_load(&es, fd, exe, pid) == 0 && es.tab.nsyms > es.nsynthetic;
+	named = elf_syms_load(&es, fd, exe, root_fd) == 0 && es.tab.nsyms > es.nsynthetic;
 	elf_syms_free(&es);
+	if (root_fd >= 0)
+		close(root_fd);
 	close(fd);
 	return named;
 }

@@ -222,20 +222,20 @@ static int add_minidebuginfo(struct elf_syms *es, Elf *e, const char *path)
 #define MAX_DEBUG_FILE_SIZE	(4ull << 30)
 
 /*
- * Adds the .symtab of debug file @path, in @root_pid's root, if it belongs to
+ * Adds the .symtab of debug file @path, in the root @root_fd, if it belongs to
  * @es.  1: added, 0: not usable.  Only there: a debug file of our own root
  * would be one the process named, not its own.
  */
-static int add_debug_file(struct elf_syms *es, uint32_t root_pid, const char *path)
+static int add_debug_file(struct elf_syms *es, int root_fd, const char *path)
 {
 	char id[ELFSYMS_BUILD_ID_HEX];
 	bool found = false;
 	int fd, err = 0;
 	Elf *e;
 
-	if (!root_pid)
+	if (root_fd < 0)
 		return 0;
-	fd = target_open(root_pid, path, MAX_DEBUG_FILE_SIZE, 0, NULL);
+	fd = target_open_in(root_fd, path, MAX_DEBUG_FILE_SIZE, 0, NULL);
 	if (fd < 0)
 		return 0;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -254,7 +254,7 @@ out:
 	return found;
 }
 
-static int add_build_id_debug(struct elf_syms *es, uint32_t root_pid)
+static int add_build_id_debug(struct elf_syms *es, int root_fd)
 {
 	char path[PATH_MAX];
 
@@ -262,11 +262,11 @@ static int add_build_id_debug(struct elf_syms *es, uint32_t root_pid)
 		return 0;
 	snprintf(path, sizeof(path), DEBUG_ROOT "/.build-id/%.2s/%s.debug",
 		 es->build_id, es->build_id + 2);
-	return add_debug_file(es, root_pid, path);
+	return add_debug_file(es, root_fd, path);
 }
 
 /* gdb's search order for a debuglink: next to the file, .debug/, then under /usr/lib/debug. */
-static int add_debuglink_debug(struct elf_syms *es, Elf *e, const char *path, uint32_t root_pid)
+static int add_debuglink_debug(struct elf_syms *es, Elf *e, const char *path, int root_fd)
 {
 	static const char *const fmts[] = { "%.*s/%s", "%.*s/.debug/%s", DEBUG_ROOT "%.*s/%s" };
 	const char *slash = strrchr(path, '/');
@@ -282,14 +282,14 @@ static int add_debuglink_debug(struct elf_syms *es, Elf *e, const char *path, ui
 	for (i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
 		if (snprintf(cand, sizeof(cand), fmts[i], (int)(slash - path), path, link) >= (int)sizeof(cand))
 			continue;
-		ret = add_debug_file(es, root_pid, cand);
+		ret = add_debug_file(es, root_fd, cand);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-static int read_symbols(struct elf_syms *es, Elf *e, const char *path, uint32_t root_pid)
+static int read_symbols(struct elf_syms *es, Elf *e, const char *path, int root_fd)
 {
 	bool has_symtab, has_dynsym;
 	int ret;
@@ -299,9 +299,9 @@ static int read_symbols(struct elf_syms *es, Elf *e, const char *path, uint32_t 
 		ret = add_symbols(&es->tab, e, SHT_DYNSYM, &has_dynsym);
 	if (ret || has_symtab)
 		return ret;
-	ret = add_build_id_debug(es, root_pid);
+	ret = add_build_id_debug(es, root_fd);
 	if (!ret)
-		ret = add_debuglink_debug(es, e, path, root_pid);
+		ret = add_debuglink_debug(es, e, path, root_fd);
 	if (!ret)
 		ret = add_minidebuginfo(es, e, path);
 	return ret < 0 ? ret : 0;
@@ -330,7 +330,7 @@ static void add_entry_point(struct elf_syms *es, Elf *e)
 		es->nsynthetic++;
 }
 
-int elf_syms_load(struct elf_syms *es, int fd, const char *path, uint32_t root_pid)
+int elf_syms_load(struct elf_syms *es, int fd, const char *path, int root_fd)
 {
 	Elf *e;
 	int err;
@@ -349,7 +349,7 @@ int elf_syms_load(struct elf_syms *es, int fd, const char *path, uint32_t root_p
 	cfi_fde_starts(e, &es->fde_starts, &es->fde_ends, &es->nfdes);
 	err = read_loads(es, e);
 	if (!err)
-		err = read_symbols(es, e, path, root_pid);
+		err = read_symbols(es, e, path, root_fd);
 	add_entry_point(es, e);
 	symtab_finish(&es->tab);
 out:

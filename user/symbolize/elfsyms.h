@@ -31,12 +31,13 @@ struct elf_syms {
 };
 
 /*
- * Reads the ELF open at @fd.  @path is the file's path as process
- * @root_pid sees it: its debug files are looked for in that process's root
- * only (safe_open.h's target_open), none when @root_pid is 0.
+ * Reads the ELF open at @fd.  @path is the file's path as seen from the root
+ * directory @root_fd (safe_open.h's target_root_open of a process that maps
+ * it): its debug files are looked for in that root only, none when @root_fd
+ * is -1.
  * Returns 0 or -errno; on error @es is empty but safe to use and free.
  */
-int elf_syms_load(struct elf_syms *es, int fd, const char *path, uint32_t root_pid);
+int elf_syms_load(struct elf_syms *es, int fd, const char *path, int root_fd);
 void elf_syms_free(struct elf_syms *es);
 
 /* File offset -> link-time address through the PT_LOAD holding it. */

@@ -83,7 +83,7 @@ struct elf_file {			/* one file, shared by every process mapping it */
 	dev_t dev;
 	ino_t ino;
 	int fd;				/* open until the symbols are read */
-	uint32_t opener;		/* tgid whose root holds its debug files */
+	int root_fd;			/* the root of a process that mapped it (its debug files), -1 */
 	bool loaded;
 	bool unloaded;			/* tables dropped to stay under the limit: read again on demand */
 	size_t refs;			/* process mappings pointing here */
@@ -335,18 +335,27 @@ static size_t file_tables_bytes(const struct elf_file *f)
 	       es->nfdes * (sizeof(*es->fde_starts) + sizeof(*es->fde_ends));
 }
 
+/* The root fd is held from the file's open to its load (at most MAX_OPEN_FDS of each). */
+static void file_close_root(struct elf_file *f)
+{
+	if (f->root_fd >= 0)
+		close(f->root_fd);
+	f->root_fd = -1;
+}
+
 static void file_load(struct symbolizer *sym, struct elf_file *f)
 {
 	int err;
 
 	if (f->loaded || f->fd < 0)
 		return;
-	err = elf_syms_load(&f->syms, f->fd, f->path, f->opener);
+	err = elf_syms_load(&f->syms, f->fd, f->path, f->root_fd);
 	if (err)
 		log_info("no symbols from %s: %s", f->path, strerror(-err));
 	sym->xz_refused += f->syms.xz_refused;
 	close(f->fd);
 	f->fd = -1;
+	file_close_root(f);
 	sym->open_fds--;
 	f->loaded = true;
 	f->unloaded = false;
@@ -428,6 +437,7 @@ static void file_drop(struct symbolizer *sym, struct elf_file *f)
 		close(f->fd);
 		sym->open_fds--;
 	}
+	file_close_root(f);
 	elf_syms_free(&f->syms);
 	free(f->path);
 	free(f);
@@ -456,8 +466,14 @@ static struct elf_file *file_get(struct symbolizer *sym, uint32_t tgid, const st
 		free(path);
 		return NULL;
 	}
-	*f = (struct elf_file){ .dev = dev, .ino = ino, .fd = fd, .opener = tgid, .path = path,
+	/*
+	 * Its root, taken now: the debug files are read when the frames are
+	 * named, often after the process exited and /proc/PID/root went with it.
+	 */
+	*f = (struct elf_file){ .dev = dev, .ino = ino, .fd = fd, .root_fd = target_root_open(tgid), .path = path,
 				.last_used = sym->tick };
+	if (f->root_fd < 0)
+		f->root_fd = -1;
 	file_insert(sym, f);
 	sym->open_fds++;
 	if (sym->open_fds > MAX_OPEN_FDS)
@@ -506,7 +522,7 @@ static struct elf_file *vdso_file(struct symbolizer *sym)
 		return NULL;
 	}
 	f->fd = fd;
-	f->opener = (uint32_t)getpid();
+	f->root_fd = -1;	/* no debug file of ours stands for a target's */
 	f->last_used = sym->tick;
 	file_insert(sym, f);
 	sym->open_fds++;
@@ -1001,7 +1017,10 @@ static void file_reload(struct symbolizer *sym, uint32_t tgid, struct proc_map *
 	if (fd < 0)
 		return;	/* the process is gone, or maps another file now: module+0xOFF frames */
 	f->fd = fd;
-	f->opener = tgid;
+	file_close_root(f);
+	f->root_fd = target_root_open(tgid);
+	if (f->root_fd < 0)
+		f->root_fd = -1;
 	sym->open_fds++;
 }
 
@@ -1261,6 +1280,7 @@ static void files_free(struct symbolizer *sym)
 			next = f->next;
 			if (f->fd >= 0)
 				close(f->fd);
+			file_close_root(f);
 			elf_syms_free(&f->syms);
 			free(f->path);
 			free(f);
