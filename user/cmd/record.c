@@ -59,7 +59,6 @@ struct record_run {
 	int child_go_fd;		/* write end: the child execs when it closes */
 	int child_status_fd;		/* read end: errno of a failed exec, EOF on success */
 	uint64_t start_ns;
-	const char *events_hold;	/* APERTURE_TEST_EVENTS_HOLD (tests only) */
 	struct jvm_perfmap *jvm;	/* --jvm-perfmap */
 };
 
@@ -368,7 +367,7 @@ static int wait_tick(struct record_run *run)
 	int err;
 
 	/* APERTURE_TEST_EVENTS_HOLD=PATH: unread while PATH exists, so that a test can fill the ring. */
-	if (!run->events || (run->events_hold && access(run->events_hold, F_OK) == 0))
+	if (!run->events || events_held())
 		return nanosleep(&tick, NULL) && errno != EINTR ? -errno : 0;
 	err = ring_buffer__poll(run->events, 100);
 	/* Raw events come without a wakeup: read whatever is there. */
@@ -734,7 +733,6 @@ int record_main(int argc, char **argv)
 {
 	struct record_run run = {
 		.child_go_fd = -1, .child_status_fd = -1,
-		.events_hold = getenv("APERTURE_TEST_EVENTS_HOLD"),
 	};
 	struct record_opts *o = &run.opts;
 	int err;

@@ -237,6 +237,17 @@ static int unwind_maps_prepare(struct profiler *p)
  * failed new-process notification costs.  The raw events' headroom stays
  * reckoned from APERTURE_EVENTS_RING_BYTES: a smaller ring has none.
  */
+/*
+ * APERTURE_TEST_EVENTS_HOLD=PATH (tests only): while PATH exists nobody reads
+ * the events ring, the flip's read included, so that a test can keep it full.
+ */
+bool events_held(void)
+{
+	const char *hold = getenv("APERTURE_TEST_EVENTS_HOLD");
+
+	return hold && access(hold, F_OK) == 0;
+}
+
 static int events_ring_prepare(struct profiler *p)
 {
 	const char *env = getenv("APERTURE_TEST_EVENTS_RING_BYTES");
@@ -571,7 +582,7 @@ int profiler_flip(struct profiler *p)
 	 * (a pid reused since would otherwise still have its old process's).
 	 */
 	rb = announcements(p);
-	if (rb)
+	if (rb && !events_held())
 		ring_buffer__consume(rb);
 	if (p->opts.gc_stacks && !p->gc)
 		p->gc = stack_gc_new();	/* NULL: no collection, said by calloc_logged */

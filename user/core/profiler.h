@@ -261,6 +261,9 @@ int profiler_watch_processes(struct profiler *p, struct ring_buffer **rb, struct
 
 /* Receives the raw events (struct aperture_raw_event) of the ring buffer. */
 typedef void (*raw_event_fn)(const struct aperture_raw_event *ev, void *ctx);
+/* Tests only: APERTURE_TEST_EVENTS_HOLD names a file that, while it exists, stops every read of the events ring. */
+bool events_held(void);
+
 /*
  * profiler_watch_processes, and the raw events to @fn: set opts.raw_events
  * for the BPF programs to send them, and poll then ring_buffer__consume()
