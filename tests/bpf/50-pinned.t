@@ -14,13 +14,21 @@ CTL="$TOP/tools/aperture-ctl"
 at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
 
 # start_daemon ARGS: aperture run --pin $DIR ARGS in the background, waits for its pins
+# A fresh start is ready when oncpu_active is pinned (pinned last); a takeover when it says
+# so, after it applied its own targets (aperture-ctl's changes made before would be undone).
 start_daemon() {
-	local i
+	local i took fresh=1
+	took=$(grep -c 'took over' "$TMP/daemon.err" 2>/dev/null)
+	[ -e "$DIR/oncpu_active" ] && fresh=0
 	"$APERTURE" run --pin "$DIR" "$@" 2>>"$TMP/daemon.err" &
 	DAEMON=$!
 	_bg_pids+=("$DAEMON")
 	for ((i = 0; i < 100 * TEST_SCALE; i++)); do
-		[ -e "$DIR/oncpu_active" ] && return 0	# pinned last
+		if [ $fresh = 1 ]; then
+			[ -e "$DIR/oncpu_active" ] && return 0
+		else
+			[ "$(grep -c 'took over' "$TMP/daemon.err")" -gt "${took:-0}" ] && return 0
+		fi
 		sleep 0.1
 	done
 	return 1
