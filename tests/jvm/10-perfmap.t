@@ -42,7 +42,7 @@ ok "the JVM is still running" alive "$JP"
 
 # The JVM started by aperture (-- COMMAND): asked each second for the first 5 s, it names its hot code
 # from its first seconds; the JVM's start (~0.5 s here, interpreted) is in the 20% left.
-ap_ok "-- java" cmd record -v -F 499 -d 8 --jvm-perfmap -o "$TMP/cmd.folded" -- \
+ap_ok "-- java" cmd record -v -F 499 -d 12 --jvm-perfmap -o "$TMP/cmd.folded" -- \
 	"$JAVA" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Hot::hot -cp "$TMP/classes" Hot
 ge "-- java: >= 80% of the Java thread's samples named ...Hot.hot" "$(hot_share "$TMP/cmd.folded")" 80
 ok "-- java: the end line: 1 JVM asked, 1 answered" grep -q 'jvm perf maps: 1 JVM asked, 1 answered' "$TMP/cmd.err"
