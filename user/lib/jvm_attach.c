@@ -69,32 +69,12 @@ bool jvm_maps_libjvm(uint32_t pid)
 
 static struct jvm_ids jvm_ids(uint32_t pid)
 {
-	struct jvm_ids ids = { .ns_pid = pid };
-	char path[64], *line = NULL, *last;
-	unsigned int uid, euid;
-	unsigned long long mask;
-	size_t cap = 0;
-	FILE *f;
+	struct proc_status st;
+	struct jvm_ids ids;
 
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return ids;
-	while (getline(&line, &cap, f) > 0) {
-		if (sscanf(line, "Uid: %u %u", &uid, &euid) == 2) {
-			ids.euid = euid;
-			ids.known = true;
-		} else if (strncmp(line, "NSpid:", 6) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			last = strrchr(line, '\t');
-			if (last && strtoul(last + 1, NULL, 10))
-				ids.ns_pid = (uint32_t)strtoul(last + 1, NULL, 10);
-		} else if (sscanf(line, "SigCgt: %llx", &mask) == 1) {
-			ids.sig_caught = mask;
-		}
-	}
-	free(line);
-	fclose(f);
+	proc_status_read(pid, &st);
+	ids = (struct jvm_ids){ .ns_pid = st.ns_pid, .euid = st.euid, .sig_caught = st.sig_caught,
+				.known = st.uids_known };
 	return ids;
 }
 

@@ -150,3 +150,35 @@ uint32_t proc_parent(uint32_t pid)
 {
 	return (uint32_t)proc_stat_field(pid, 4);
 }
+
+bool proc_status_read(uint32_t pid, struct proc_status *st)
+{
+	char path[64], *line = NULL, *last;
+	unsigned int uid, euid;
+	unsigned long long mask;
+	size_t cap = 0;
+	FILE *f;
+
+	*st = (struct proc_status){ .ns_pid = pid };
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (getline(&line, &cap, f) > 0) {
+		if (sscanf(line, "Uid: %u %u", &uid, &euid) == 2) {
+			st->uid = uid;
+			st->euid = euid;
+			st->uids_known = true;
+		} else if (strncmp(line, "NSpid:", 6) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			last = strrchr(line, '\t');
+			if (last && strtoul(last + 1, NULL, 10))
+				st->ns_pid = (uint32_t)strtoul(last + 1, NULL, 10);
+		} else if (sscanf(line, "SigCgt: %llx", &mask) == 1) {
+			st->sig_caught = mask;
+		}
+	}
+	free(line);
+	fclose(f);
+	return true;
+}

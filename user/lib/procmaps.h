@@ -63,4 +63,15 @@ uint64_t proc_start_time(uint32_t pid);
 /* @pid's parent (field 4), or 0 when it is gone. */
 uint32_t proc_parent(uint32_t pid);
 
+/* What /proc/PID/status says of a process's ids and signals. */
+struct proc_status {
+	uint32_t ns_pid;	/* the pid in its own namespace (last NSpid field): its /tmp files are named so */
+	uint32_t uid, euid;	/* real and effective, as seen from here */
+	uint64_t sig_caught;	/* SigCgt */
+	bool uids_known;
+};
+
+/* @pid's status into @st; ns_pid is @pid and the rest 0 when it cannot be read (false). */
+bool proc_status_read(uint32_t pid, struct proc_status *st);
+
 #endif /* PROCMAPS_H */

@@ -134,23 +134,10 @@ static bool is_interpreter(const char *base)
 /* The pid @pid has in its own namespace (the last NSpid field), or @pid. */
 static uint32_t ns_pid(uint32_t pid)
 {
-	char path[64], buf[4096], *line;
-	unsigned long last = pid;
+	struct proc_status st;
 
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
-		return pid;
-	line = strstr(buf, "\nNSpid:");
-	if (!line)
-		return pid;
-	for (char *p = line + 7, *end; *p && *p != '\n'; p = end) {
-		unsigned long v = strtoul(p, &end, 10);
-
-		if (end == p)
-			break;
-		last = v;
-	}
-	return (uint32_t)last;
+	proc_status_read(pid, &st);
+	return st.ns_pid;
 }
 
 /*

@@ -648,42 +648,6 @@ static void maps_carry_over(struct proc_map *old, size_t nold, struct proc_map *
 /* ---- JIT symbols: /tmp/perf-PID.map, "START SIZE name" in hex ---- */
 
 /* What /proc/PID/status says of a process that its perf map is checked against. */
-struct proc_ids {
-	uint32_t ns_pid;	/* the pid as the process sees it (its perf map is named after that one) */
-	uint32_t uid, euid;	/* real and effective, as seen from here */
-	bool uids_known;
-};
-
-static struct proc_ids proc_ids(uint32_t tgid)
-{
-	struct proc_ids ids = { .ns_pid = tgid };
-	char path[64], *line = NULL, *last;
-	unsigned int uid, euid;
-	size_t cap = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", tgid);
-	f = fopen(path, "re");
-	if (!f)
-		return ids;
-	while (getline(&line, &cap, f) > 0) {
-		if (sscanf(line, "Uid: %u %u", &uid, &euid) == 2) {
-			ids.uid = uid;
-			ids.euid = euid;
-			ids.uids_known = true;
-		} else if (strncmp(line, "NSpid:", 6) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			last = strrchr(line, '\t');
-			if (last && strtoul(last + 1, NULL, 10))
-				ids.ns_pid = (uint32_t)strtoul(last + 1, NULL, 10);
-			break;	/* after Uid: */
-		}
-	}
-	free(line);
-	fclose(f);
-	return ids;
-}
-
 /*
  * @tgid's /tmp/perf-PID.map, in its own root: a regular file, not a symlink,
  * not over MAX_PERF_MAP_SIZE, owned by the process's user or root.  perf's
@@ -695,7 +659,7 @@ static struct proc_ids proc_ids(uint32_t tgid)
  */
 static FILE *perf_map_open(uint32_t tgid, int *err)
 {
-	struct proc_ids ids;
+	struct proc_status ids;
 	char path[64];
 	struct stat st;
 	FILE *f;
@@ -704,7 +668,7 @@ static FILE *perf_map_open(uint32_t tgid, int *err)
 	*err = 0;
 	if (tgid == (uint32_t)getpid())
 		return NULL;
-	ids = proc_ids(tgid);
+	proc_status_read(tgid, &ids);
 	if (!ids.uids_known)
 		return NULL;	/* gone */
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", ids.ns_pid);
