@@ -51,6 +51,18 @@ ge() {
 		fail "$1" "got '$2', want >= $3"
 	fi
 }
+# le NAME GOT MAX: GOT <= MAX; fails, saying which, when either is not a number
+le() {
+	local bad
+	bad=$(_not_numbers got="$2" max="$3")
+	if [ -n "$bad" ]; then
+		fail "$1" "not a number: $bad"
+	elif awk -v g="$2" -v m="$3" 'BEGIN { exit !(g + 0 <= m + 0) }'; then
+		pass "$1 ($2 <= $3)"
+	else
+		fail "$1" "got '$2', want <= $3"
+	fi
+}
 done_testing() { echo "1..$_n"; exit $(( _failed > 0 )); }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 

@@ -337,6 +337,14 @@ static int range_free(struct unwinder *u, uint32_t first, uint32_t count)
 		memmove(&u->free_rows[i], &u->free_rows[i + 1], (u->nfree - i - 1) * sizeof(*u->free_rows));
 		u->nfree--;
 	}
+	/*
+	 * The last range meeting the never-used end is that end again: apart,
+	 * a request bigger than each but not than both found no room.
+	 */
+	if (u->nfree && u->free_rows[u->nfree - 1].first + u->free_rows[u->nfree - 1].count == u->rows_used) {
+		u->rows_used = u->free_rows[u->nfree - 1].first;
+		u->nfree--;
+	}
 	return 0;
 }
 
