@@ -14,10 +14,11 @@
 /*
  * Bump when any map's key/value layout, the control struct or the set of pinned
  * maps changes (7: unwind_rows and unwind_procs pinned; 8: unwind_procs' mappings
- * carry a file id, the files map pinned): a daemon that finds pinned maps of
+ * carry a file id, the files map pinned; 9: the stats arrays grew by nested lock
+ * waits): a daemon that finds pinned maps of
  * another version refuses to mix them.
  */
-#define APERTURE_LAYOUT_VERSION 8
+#define APERTURE_LAYOUT_VERSION 9
 
 /* perf_event_max_stack's default; a stack value is depth * 8 bytes. */
 #define APERTURE_MAX_DEPTH 127
@@ -130,7 +131,8 @@ struct aperture_control {
 	X(STAT_CHILDREN, "children followed")	/* a target's child made a target at fork */ \
 	LOSS(STAT_CHILDREN_FULL, "children not followed (target set full)") \
 	X(STAT_PY_FRAMES, "python frames")	/* CPython frames put in user stacks */ \
-	X(STAT_PY_CUT, "python walks cut short")	/* a read failed, a foreign thread state, a full stack */
+	X(STAT_PY_CUT, "python walks cut short")	/* a read failed, a foreign thread state, a full stack */ \
+	X(STAT_LOCK_NESTED, "nested lock waits (in the outer's time)")	/* a wait begun inside another */
 
 #define APERTURE_STAT_ENUM(id, what) id,
 enum aperture_stat {

@@ -339,12 +339,14 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 flags, bool 
 		 * The same lock again is the same wait going on: a mutex that
 		 * spun (MUTEX|SPIN) and now sleeps (MUTEX) begins twice and
 		 * ends once; its flags become the sleep's.  Another lock is a
-		 * nested wait: not timed.
+		 * nested wait (a mutex's wait_lock contended in its slow path):
+		 * its time is inside the outer wait's, not timed apart, and no
+		 * begin record was lost.
 		 */
 		if (start->lock == lock)
 			start->flags = flags | lock_class(task, lock);
 		else
-			stat_inc(STAT_START_FULL);
+			stat_inc(STAT_LOCK_NESTED);
 		return;
 	}
 	start->lock = lock;
