@@ -73,7 +73,7 @@ is "minidebuginfo: function name" "$(field "$line" name)" apsym_mini_hot
 # --- (3b) the same file, its .gnu_debugdata claiming a 4 GiB LZMA2 dictionary
 # (tests/tools/xz_bigdict.py): the decoder's memory is bounded, the section
 # refused (said, counted), not obeyed.  (Without the bound it was decoded and named.)
-objcopy --dump-section .gnu_debugdata="$TMP/mini.xz" "$WL/apsym_mini"
+objcopy --dump-section .gnu_debugdata="$TMP/mini.xz" "$WL/apsym_mini" "$TMP/mini.copy"	# an output: in place is a running file
 python3 "$(dirname "$0")/../tools/xz_bigdict.py" "$TMP/mini.xz" "$TMP/bigdict.xz"
 objcopy --update-section .gnu_debugdata="$TMP/bigdict.xz" "$WL/apsym_mini" "$TMP/apsym_bigdict"
 ok "the patched stream claims 4 GiB" sh -c "xz -lvv '$TMP/bigdict.xz' | grep -q 'Memory needed: *4097 MiB'"
