@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-# Workloads for tests/bpf/15-symbolize.t: symbolization end to end, through
+# Workloads for tests/stacks/15-symbolize.t: symbolization end to end, through
 # aperture record.  Included by tests/Makefile (cwd tests/, B = build).
 E2E_SRC := workloads/e2e
 E2E_TMP := $(B)/e2e

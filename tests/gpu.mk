@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-# Fixtures for tests/bpf/80-gpu.t: a stand-in CUDA driver (libcuda.so.1) and
+# Fixtures for tests/profilers/80-gpu.t: a stand-in CUDA driver (libcuda.so.1) and
 # runtime (libcudart.so.12), in a directory of their own that only
 # LD_LIBRARY_PATH points to, a program that dlopens the driver and one linked
 # against the runtime.  Included by tests/Makefile (cwd tests/, B = build).  Where the
