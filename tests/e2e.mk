@@ -13,7 +13,7 @@ $(E2E_TMP):
 
 # cpuburn stripped, with only MiniDebugInfo (.gnu_debugdata) to name its functions
 # (minidebuginfo is defined in sym.mk).
-$(B)/cpuburn_mini: workloads/cpuburn.c e2e.mk | $(B) $(E2E_TMP)
+$(B)/cpuburn_mini: workloads/cpuburn.c workloads/wl.h e2e.mk | $(B) $(E2E_TMP)
 	$(CC) $(WCFLAGS) -o $(E2E_TMP)/mini.full $< -lm
 	$(call minidebuginfo,$(E2E_TMP)/mini.full,$@,$(E2E_TMP)/mini)
 
