@@ -455,7 +455,7 @@ echo "1..$n"
 diag "guest time: $(awk -v a="$T0" '{ printf "%.0f s since /init, %.0f s since boot\n", $1 - a, $1 }' /proc/uptime)"
 # what the kernel said while the steps ran (the boot's own lockdown lines are swapper's)
 if dmesg | grep -E '[Bb][Pp][Ff]|[Ll]ockdown|BUG:|WARNING:' | grep -qv 'swapper\|Tracing disabled\|due to lockdown\|command line'; then
-	diag "dmesg (bpf/lockdown/BUG/WARNING lines):"
+	diag "dmesg (lines of bpf, lockdown, BUG or WARNING):"
 	dmesg | grep -E '[Bb][Pp][Ff]|[Ll]ockdown|BUG:|WARNING:' | grep -v 'swapper\|Tracing disabled\|due to lockdown\|command line' |
 		sort -k3 | uniq -c -f2 | sort -k2 -n | head -20 | sed 's/^/#   /'
 fi
