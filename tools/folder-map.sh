@@ -90,7 +90,8 @@ function flush() { done = 1; exit }
 function add(s) {
 	gsub(/^[ \t]+|[ \t]+$/, "", s)
 	if (s == "") { if (body != "") flush(); return }
-	if (body != "" && (s ~ /^- / || raw ~ /^[ \t]*(\*|#|\/\/)?[ \t]{3,}/)) flush()	# a list or indented block
+	# a list or an indented block (in a docstring: any indented line)
+	if (body != "" && (s ~ /^- / || raw ~ /^[ \t]*(\*|#|\/\/)?[ \t]{3,}/ || (mode == "py" && raw ~ /^[ \t]/))) flush()
 	body = body (body == "" || body ~ /\/$/ ? "" : " ") s
 }
 function sentence(t,    i, c, word) {	# t up to its first full stop that ends a sentence
