@@ -22,7 +22,8 @@ fi
 
 # --- repository paths named in the README and the sources
 # A path is named where a top folder of the tree starts a word (`user/core/pin.c`, $TOP/tests/lib.sh),
-# not inside another path (/usr/lib/x) or an #include <...> of a system header.  An UPPERCASE word
+# or a folder of user/ or bpf/ does (core/pin.c, lib/counts.bpf.h: found under user/ or bpf/), not
+# inside another path (/usr/lib/x) or an #include <...> of a system header.  An UPPERCASE word
 # stands for any name (bpf/events/X.bpf.c), {a,b} for both; a path may also be relative to the
 # file's folder (tests/*.mk name tools/X.c for tests/tools/X.c).  Not checked: build outputs (*.o,
 # tests/build/, bench/build/), patterns the file itself writes with a *, tools/folder-map.sh (it
@@ -30,6 +31,7 @@ fi
 # Paths of other projects named in a comment, as FILE:PATH:
 FOREIGN='user/skywalking/agent_opts.c:bpf/profiling/offcpu.c'	# SkyWalking Rover's
 TOPS='bpf|user|proto|tools|tests|bench|vmlinux|\.ci'
+SUBS=$(cd user && ls -d */ ../bpf/*/ | sed 's|^\.\./bpf/||; s|/$||' | sort -u | paste -sd'|')
 
 # named_paths: "FILE<TAB>LINE<TAB>PATH" for each path the README and the sources name
 named_paths() {
@@ -37,16 +39,18 @@ named_paths() {
 		grep -v -e '^tests/fuzz/corpus/' -e '^vmlinux/vmlinux\.h$' -e '^tools/folder-map\.sh$' -e '^tests/unit/readme\.t$' |
 		grep -E '(^|/)(Makefile|[^/.]+)$|\.(md|c|h|cc|sh|t|mk|py|proto|options|service|supp|java)$' |
 		while IFS= read -r f; do [ -f "$f" ] && printf '%s\0' "$f"; done |
-		xargs -0 grep -noE "(^|[^A-Za-z0-9_./\$<-])(\\\$TOP/|\\\$ROOT/|\\\$\\{TOP\\}/)?($TOPS)/[A-Za-z0-9_.{},*/-]*" /dev/null |
-		awk -F: '{
+		xargs -0 grep -noE "(^|[^A-Za-z0-9_./\$<-])(\\\$TOP/|\\\$ROOT/|\\\$\\{TOP\\}/)?($TOPS|$SUBS)/[A-Za-z0-9_.{},*/-]*" /dev/null |
+		TOPS=$TOPS awk -F: '{
 			f = $1; line = $2; tok = substr($0, length(f) + length(line) + 3)
 			sub(/^[^A-Za-z0-9_.$]/, "", tok); sub(/^\$(TOP|ROOT|\{TOP\})\//, "", tok); sub(/[.,]+$/, "", tok)
 			if (tok ~ /\.o$/ || tok ~ /^(tests|bench)\/build(\/|$)/ || tok ~ /\*/) next
+			# under a folder of user/ or bpf/: source files only (not "lib/libc.so.6" in a test string)
+			if (tok !~ "^(" ENVIRON["TOPS"] ")/" && tok !~ /\.(c|h|sh|t|py)$/) next
 			print f "\t" line "\t" tok
 		}'
 }
 
-# exists FILE PATTERN: PATTERN names something, from the top or from FILE's folder
+# exists FILE PATTERN: PATTERN names something, from the top, FILE's folder, user/ or bpf/
 exists() {
 	local f=$1 pat=$2 alt m base
 	# UPPERCASE words (not the first letter of a Name) stand for any name
@@ -57,7 +61,7 @@ exists() {
 	local -a alts
 	set -f; eval "alts=( $pat )"; set +f	# brace expansion only (the pattern holds no $, `, ;)
 	for alt in "${alts[@]}"; do
-		for base in "" "${f%/*}/"; do
+		for base in "" "${f%/*}/" user/ bpf/; do
 			[ "$base" = "$f/" ] && continue
 			if [[ $alt == *[*]* ]]; then
 				m=$(compgen -G "$base$alt" | head -1)
