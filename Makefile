@@ -201,7 +201,7 @@ soak: deps aperture
 # Not part of `make test` (qemu TCG, about a minute a boot, 10 more with the test files): boots each
 # kernel (default: Debian bookworm's newest 6.1 cloud kernel; KERNELS="vmlinuz-or-linux-image-package
 # ...") normally and with lockdown=confidentiality / lockdown=integrity, runs a smoke subset of the
-# static binary and, in the normal boot, tests/bpf/{50-pinned,55-degraded,60-locks}.t on this
+# static binary and, in the normal boot, tests/{pinning/50-pinned,doctor/55-degraded,profilers/60-locks}.t on this
 # machine's root filesystem (tools/test-kernels.sh --help), prints a table and writes
 # build/kernels/results.md; exit 1 if a step failed.
 test-kernels: deps aperture
@@ -211,7 +211,7 @@ test-kernels: deps aperture
 # libFuzzer (clang -fsanitize=fuzzer,address,undefined) on every parser of outside input
 # (tests/fuzz, README "Fuzzing"): each target FUZZ_SECONDS from its seed corpus, one at a time;
 # FUZZ_TARGETS="elf maps" runs only those.  New inputs go to build/fuzz/corpus, crashes to
-# build/fuzz/crashes.  Not part of `make test`, which replays the corpora (tests/unit/fuzz.t).
+# build/fuzz/crashes.  Not part of `make test`, which replays the corpora (tests/fuzz/10-replay.t).
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 fuzz: aperture

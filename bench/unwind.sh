@@ -31,7 +31,7 @@ build() {
 		-c bench/fpcost.bpf.c -o "$BIN/fpcost.bpf.o" 2>"$W/fpcost.log" &&
 	gcc -O2 -Wall -Ibpf -o "$BIN/fpcost" bench/fpcost.c -lbpf -lelf -lz 2>>"$W/fpcost.log" &&
 		FPCOST=1
-	[ -n "$FPCOST" ] || log "bench: bench/fpcost does not build, U4's pieces are n/a: $(head -n 3 "$W/fpcost.log" | tr '\n' ' ')"
+	[ -n "$FPCOST" ] || log "bench: bench/fpcost.c does not build, U4's pieces are n/a: $(head -n 3 "$W/fpcost.log" | tr '\n' ' ')"
 	return 0
 }
 

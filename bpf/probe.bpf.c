@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Feature probes: one tiny program per kernel feature aperture relies on.
- * user/kernel_features.c loads each on its own (a bpf_object load is all or
+ * user/core/kernel_features.c loads each on its own (a bpf_object load is all or
  * nothing), so one refusal says exactly which feature is missing.  Each
  * program exercises its feature the way the real programs do: the
  * sched_switch probe reads the fourth argument (prev_state, 5.18+) as
@@ -145,7 +145,7 @@ int probe_iter_task(struct bpf_iter__task *ctx)
 	return 0;
 }
 
-/* Attached by the loader to a function of its own (user/kernel_features.c). */
+/* Attached by the loader to a function of its own (user/core/kernel_features.c). */
 SEC("uprobe")
 int probe_uprobe(struct pt_regs *ctx)
 {

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-# Workloads for tests/bpf/15-symbolize.t: symbolization end to end, through
+# Workloads for tests/stacks/15-symbolize.t: symbolization end to end, through
 # aperture record.  Included by tests/Makefile (cwd tests/, B = build).
 E2E_SRC := workloads/e2e
 E2E_TMP := $(B)/e2e
@@ -13,7 +13,7 @@ $(E2E_TMP):
 
 # cpuburn stripped, with only MiniDebugInfo (.gnu_debugdata) to name its functions
 # (minidebuginfo is defined in sym.mk).
-$(B)/cpuburn_mini: workloads/cpuburn.c e2e.mk | $(B) $(E2E_TMP)
+$(B)/cpuburn_mini: workloads/cpuburn.c workloads/wl.h e2e.mk | $(B) $(E2E_TMP)
 	$(CC) $(WCFLAGS) -o $(E2E_TMP)/mini.full $< -lm
 	$(call minidebuginfo,$(E2E_TMP)/mini.full,$@,$(E2E_TMP)/mini)
 

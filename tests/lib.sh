@@ -83,7 +83,7 @@ leaf_share() {
 		END { if (tot == 0) print 0; else printf "%.2f\n", 100 * hit / tot }' "$1"
 }
 
-# --- helpers for the end-to-end `aperture record` tests (tests/bpf/*.t) ---
+# --- helpers for the end-to-end `aperture record` tests (tests/{profilers,cli,stacks,...}/*.t) ---
 # Note: awk here is mawk, which prints big numbers as 1.2e+13 with `print` and
 # caps printf %d at 2^31-1: off-CPU weights are nanoseconds, so use %.0f.
 

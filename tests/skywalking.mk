@@ -9,22 +9,22 @@ SW_PBC    := $(patsubst %.proto,$(B)/pbc/%.pb-c.c,$(SW_PROTOS))
 
 all: $(B)/grpc_probe $(B)/swdecode $(B)/sw_messages $(B)/oap_burn_nosym $(B)/fault_oap
 
-$(B)/grpc_probe: oap/grpc_probe.c $(APERTURE_LIB) | $(B)
+$(B)/grpc_probe: agent/grpc_probe.c $(APERTURE_LIB) | $(B)
 	$(CC) $(TEST_CFLAGS) -o $@ $^ $(APERTURE_LDLIBS)
 
 $(SW_PBC): $(addprefix ../proto/,$(SW_PROTOS)) | $(B)
 	@mkdir -p $(B)/pbc
 	protoc-c -I../proto --c_out=$(B)/pbc $(SW_PROTOS)
 
-$(B)/swdecode: oap/swdecode.c $(SW_PBC) | $(B)
-	$(CC) -O1 -g -Wall -I$(B)/pbc -o $@ oap/swdecode.c $(SW_PBC) -lprotobuf-c
+$(B)/swdecode: agent/swdecode.c $(SW_PBC) | $(B)
+	$(CC) -O1 -g -Wall -I$(B)/pbc -o $@ agent/swdecode.c $(SW_PBC) -lprotobuf-c
 
-$(B)/fault_oap: oap/fault_oap.c $(SW_PBC) | $(B)
+$(B)/fault_oap: agent/fault_oap.c $(SW_PBC) | $(B)
 	$(CC) -O1 -g -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
 		-Wno-missing-field-initializers \
-		-I$(B)/pbc -o $@ oap/fault_oap.c $(SW_PBC) -lprotobuf-c -lnghttp2
+		-I$(B)/pbc -o $@ agent/fault_oap.c $(SW_PBC) -lprotobuf-c -lnghttp2
 
-$(B)/sw_messages: oap/sw_messages.c $(APERTURE_LIB) | $(B)
+$(B)/sw_messages: agent/sw_messages.c $(APERTURE_LIB) | $(B)
 	$(CC) $(TEST_CFLAGS) -o $@ $^ $(APERTURE_LDLIBS)
 
 # No symbol of its own (a stripped PIE): support_ebpf_profiling=false, and

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-# Fixtures for tests/bpf/75-unwind.t: code WITHOUT frame pointers, so that
+# Fixtures for tests/stacks/75-unwind.t: code WITHOUT frame pointers, so that
 # only the DWARF (.eh_frame) walk finds its callers.  Included by
 # tests/Makefile (cwd tests/, B = build).
 UNWIND_SRC    := workloads/unwind

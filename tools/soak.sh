@@ -17,7 +17,7 @@
 # of symbols and open files are bounded (symbolize.c: 4096 processes, 8192 files, 256 fds) but
 # fill with every new binary the machine runs, so on a shared machine a system-wide run
 # (SOAK_SCOPE=all) grows with what others do there, not with what the daemon leaks.
-# SOAK_MODE=oap runs the SkyWalking agent (`run --oap`, against tests/oap/fake_oap.py, ON_CPU and
+# SOAK_MODE=oap runs the SkyWalking agent (`run --oap`, against tests/agent/fake_oap.py, ON_CPU and
 # OFF_CPU tasks for the workloads) instead of the pinned daemon.
 #
 # Environment: SOAK_MINUTES (10), SOAK_SAMPLE (60 s), SOAK_WARMUP (2 samples), SOAK_MODE (pin),
@@ -107,7 +107,7 @@ start_pinned_daemon() {
 start_agent() {
 	local port
 	port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	/usr/bin/python3 "$TOP/tests/oap/fake_oap.py" --port "$port" --out "$WORK/oap.jsonl" --min-duration 0 \
+	/usr/bin/python3 "$TOP/tests/agent/fake_oap.py" --port "$port" --out "$WORK/oap.jsonl" --min-duration 0 \
 		--task "ON_CPU:$DURATION_S:soak" --task "OFF_CPU:$DURATION_S:soak" >"$WORK/oap.log" 2>&1 &
 	LOAD_PIDS+=($!)
 	sleep 2

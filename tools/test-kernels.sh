@@ -19,7 +19,7 @@
 # lockdown=confidentiality (bpf_probe_read_kernel and friends denied) and with lockdown=integrity.
 #
 # Test files: after the smoke steps, the boots of the --test-modes (default: normal) also run
-# tests/bpf/{50-pinned,55-degraded,60-locks}.t (--tests) with `prove -v --exec bash`, as on the
+# tests/{pinning/50-pinned,doctor/55-degraded,profilers/60-locks}.t (--tests) with `prove -v --exec bash`, as on the
 # host: this machine's root filesystem (less what the tests do not need, a cached squashfs,
 # build/kernels/hostroot.sqfs) and the tree (aperture, tests/, tools/) are two read-only virtio
 # disks under a tmpfs overlay, so bash, perl, python3, go, bpftool and the workloads are there.
@@ -39,7 +39,8 @@
 #                     normal; confidentiality (or lockdown): lockdown=confidentiality;
 #                     integrity: lockdown=integrity (what Debian's kernels do under UEFI Secure
 #                     Boot, and what this host runs)
-#   --tests LIST      comma-separated test files of tests/bpf (default 50-pinned,55-degraded,60-locks;
+#   --tests LIST      comma-separated test files under tests/, without .t (default
+#                     pinning/50-pinned,doctor/55-degraded,profilers/60-locks;
 #                     none: smoke steps only)
 #   --test-modes LIST the boot modes that also run the test files (default normal)
 #   --rebuild-root    rebuild the cached host root image (after installing packages)
@@ -63,7 +64,7 @@ QEMU_MEM=${QEMU_MEM:-1024}
 QEMU_SMP=${QEMU_SMP:-2}
 VERBOSE=${VERBOSE:-0}
 MODES=normal,confidentiality,integrity
-TESTS=50-pinned,55-degraded,60-locks
+TESTS=pinning/50-pinned,doctor/55-degraded,profilers/60-locks
 TEST_MODES=normal
 TEST_SCALE=${TEST_SCALE:-10}
 TESTS_TIMEOUT=${TESTS_TIMEOUT:-7200}
@@ -178,7 +179,7 @@ RUN_TESTS=0
 HOSTROOT="$KDIR/hostroot.sqfs"
 TREE_IMG="$KDIR/tree.sqfs"
 if [ $RUN_TESTS = 1 ]; then
-	for t in ${TESTS//,/ }; do [ -f "tests/bpf/$t.t" ] || die "tests/bpf/$t.t: no such test file"; done
+	for t in ${TESTS//,/ }; do [ -f "tests/$t.t" ] || die "tests/$t.t: no such test file"; done
 	make -s -C tests >/dev/null || die "make -C tests failed"
 	# What the test files need is bash, perl (prove), /usr/bin/python3, go (pprof), bpftool and
 	# coreutils: the root less the big trees nothing runs from.  Built once (a few minutes).
@@ -322,7 +323,7 @@ if step "aperture doctor --json" aperture doctor --json; then
 	grep -q '"pinned_iterators": *{"ok": *false' /tmp/step.out && ITER="doctor: $(grep -o '"pinned_iterators": *{[^}]*}' /tmp/step.out)"
 fi
 
-# On-CPU: cpuburn's leaf shares are 50/30/20 % (tests/bpf/10-oncpu.t).
+# On-CPU: cpuburn's leaf shares are 50/30/20 % (tests/profilers/10-oncpu.t).
 cpuburn 600 >/dev/null &
 BURN=$!
 sleep 0.5
@@ -454,7 +455,7 @@ echo "1..$n"
 diag "guest time: $(awk -v a="$T0" '{ printf "%.0f s since /init, %.0f s since boot\n", $1 - a, $1 }' /proc/uptime)"
 # what the kernel said while the steps ran (the boot's own lockdown lines are swapper's)
 if dmesg | grep -E '[Bb][Pp][Ff]|[Ll]ockdown|BUG:|WARNING:' | grep -qv 'swapper\|Tracing disabled\|due to lockdown\|command line'; then
-	diag "dmesg (bpf/lockdown/BUG/WARNING lines):"
+	diag "dmesg (lines of bpf, lockdown, BUG or WARNING):"
 	dmesg | grep -E '[Bb][Pp][Ff]|[Ll]ockdown|BUG:|WARNING:' | grep -v 'swapper\|Tracing disabled\|due to lockdown\|command line' |
 		sort -k3 | uniq -c -f2 | sort -k2 -n | head -20 | sed 's/^/#   /'
 fi
@@ -462,7 +463,7 @@ echo "APERTURE-SMOKE-END"
 
 # The test files, with this machine's root (disk 1, squashfs) under a tmpfs overlay and the tree
 # (disk 2) at /aperture: TAP of `prove -v` between markers, one pair a file.
-TESTS=$(sed -n 's/.*aperture\.tests=\([a-z0-9,-]*\).*/\1/p' /proc/cmdline)
+TESTS=$(sed -n 's/.*aperture\.tests=\([a-z0-9,/-]*\).*/\1/p' /proc/cmdline)
 SCALE=$(sed -n 's/.*aperture\.scale=\([0-9.]*\).*/\1/p' /proc/cmdline)
 FILE_TIMEOUT=$(sed -n 's/.*aperture\.file_timeout=\([0-9]*\).*/\1/p' /proc/cmdline)
 R=/newroot
@@ -502,7 +503,7 @@ if [ -n "$TESTS" ]; then
 			rc=0
 			timeout -s KILL "$FILE_TIMEOUT" chroot $R /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 				PATH=/usr/sbin:/usr/bin:/sbin:/bin APERTURE_TEST_SCALE="$SCALE" \
-				/bin/bash -c "cd /aperture && exec prove -v --nocolor --exec bash tests/bpf/$t.t" </dev/null 2>&1 || rc=$?
+				/bin/bash -c "cd /aperture && exec prove -v --nocolor --exec bash tests/$t.t" </dev/null 2>&1 || rc=$?
 			echo "APERTURE-TEST-FILE-END $t rc=$rc secs=$(awk -v a="$t1" '{ printf "%.0f", $1 - a }' /proc/uptime)"
 			# whatever a killed file left behind must not change the next one
 			for p in $(ls $R/sys/fs/bpf 2>/dev/null); do
@@ -560,7 +561,7 @@ RESULTS="$KDIR/results.md"
 # smoke_tap LOG: the smoke steps' lines
 smoke_tap() { sed -n '/APERTURE-SMOKE-BEGIN/,/^APERTURE-SMOKE-END/p' "$1" | sed 's/^.*APERTURE-SMOKE-BEGIN/APERTURE-SMOKE-BEGIN/'; }
 # file_tap LOG FILE: the prove -v output of one test file
-file_tap() { sed -n "/^APERTURE-TEST-FILE-BEGIN $2\$/,/^APERTURE-TEST-FILE-END $2 /p" "$1"; }
+file_tap() { sed -n "\|^APERTURE-TEST-FILE-BEGIN $2\$|,\|^APERTURE-TEST-FILE-END $2 |p" "$1"; }
 # file_counts LOG FILE: "FILE|ok|not ok|skipped|prove's result|seconds"
 file_counts() {
 	file_tap "$1" "$2" | awk -v f="$2" '
@@ -598,7 +599,7 @@ for img in "${images[@]}"; do
 		summary+=("${rel:-$tag}|$mode|$secs|$st|$log")
 		say "$tag ($mode): $st in $secs s: $(grep -c '^ok ' "$log.smoke" || true) ok, $(grep -c '^not ok ' "$log.smoke" || true) not ok"
 		for t in ${files//,/ }; do
-			say "  tests/bpf/$t.t: $(file_counts "$log" "$t" | awk -F'|' '{ print $2 " ok, " $3 " not ok, " $4 " skipped, " $5 ", " $6 " s" }')"
+			say "  tests/$t.t: $(file_counts "$log" "$t" | awk -F'|' '{ print $2 " ok, " $3 " not ok, " $4 " skipped, " $5 ", " $6 " s" }')"
 		done
 	done
 done

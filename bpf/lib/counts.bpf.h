@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Counts kept in the kernel: the two generations of counts maps (the live one chosen through
+ * active_counts, swapped by user space at each snapshot), the pinned daemon's totals, and
+ * record_event(), which adds one event to its key's slot in them.
+ */
 #ifndef LIB_COUNTS_BPF_H
 #define LIB_COUNTS_BPF_H
 

@@ -17,7 +17,7 @@
 # agent scanning /proc while processes vanish under it neither crashes nor
 # stops, and prints its stats line on SIGUSR1.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../oap/oap.sh"
+. "$(dirname "$0")/../agent/oap.sh"
 require_root
 require_aperture
 require_workload storma stormb cpuburn

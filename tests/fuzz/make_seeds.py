@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Writes the seed corpora, one folder per target:
   commands, grpc  real OAP answers, encoded with protobuf from the fake OAP's
-                  commands (tests/oap/fake_oap.py), and for fuzz_grpc the same
+                  commands (tests/agent/fake_oap.py), and for fuzz_grpc the same
                   answers as a server's HTTP/2 bytes (SETTINGS, response
                   HEADERS, DATA, trailers; HPACK literals), plus a reset stream
                   and a GOAWAY

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The symbolizer (user/symbolize.c) through its test driver tests/build/symtest:
+# The symbolizer (user/symbolize/symbolize.c) through its test driver tests/build/symtest:
 # PIE, shared library, minidebuginfo, debuglink, no symbols, deleted binary,
 # JIT perf map, kernel, unknown addresses; names still right after the
 # process exited; valgrind-clean when valgrind is installed.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Test driver for user/symbolize.c.  Runs the operations on its command line
+ * Test driver for user/symbolize/symbolize.c.  Runs the operations on its command line
  * in order, one output line each:
  *   track PID            -> "track PID rc=N"
  *   user PID ADDR        -> "user ADDR name=.. func=.. foff=0x.. map=.. modoff=0x.."

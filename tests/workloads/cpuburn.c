@@ -17,19 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "wl.h"
 
 #define CHUNK_ITERS 100000	/* roughly 100 us of work on these machines */
 
 static volatile uint64_t sink;	/* keeps the loops from being optimized away */
 static double run_seconds = 5.0;
-
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /* Each burn_* loops until the calling thread used @ns more CPU time. */
 __attribute__((noinline)) void burn_50(uint64_t ns)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * hostile: a process that names files for root to open (tests/bpf/85-hostile.t).
+ * hostile: a process that names files for root to open (tests/stacks/85-hostile.t).
  *
  *   hostile anon DIR SECONDS
  *	DIR holds two copies of the stand-in CUDA driver, libcuda.so.1 and

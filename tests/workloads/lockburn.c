@@ -36,6 +36,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <time.h>
+#include "wl.h"
 
 static pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t pi_lock;		/* PTHREAD_PRIO_INHERIT, set up in main */
@@ -50,28 +51,20 @@ static pthread_mutex_t outer_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t inner_pool[16];
 static pthread_mutex_t *inner_lock;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static void spin_ns(uint64_t ns)
 {
-	uint64_t end = now_ns() + ns;
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + ns;
 
-	while (now_ns() < end)
+	while (now_ns(CLOCK_MONOTONIC) < end)
 		sink++;
 }
 
 __attribute__((noinline)) static void contend(void)
 {
-	uint64_t t0 = now_ns(), waited;
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), waited;
 
 	pthread_mutex_lock(contended);
-	waited = now_ns() - t0;
+	waited = now_ns(CLOCK_MONOTONIC) - t0;
 	total_wait_ns += waited;	/* under the lock: no race */
 	total_locks++;
 	spin_ns(50000);
@@ -81,9 +74,9 @@ __attribute__((noinline)) static void contend(void)
 
 static void *mutex_thread(void *arg)
 {
-	uint64_t end = now_ns() + (uint64_t)(run_seconds * 1e9);
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(run_seconds * 1e9);
 
-	while (now_ns() < end)
+	while (now_ns(CLOCK_MONOTONIC) < end)
 		contend();
 	return NULL;
 }
@@ -118,10 +111,10 @@ __attribute__((noinline)) static void nested_inner(void)
 /* Threads 0 and 1 take both locks, the others the inner one. */
 static void *nested_thread(void *arg)
 {
-	uint64_t end = now_ns() + (uint64_t)(run_seconds * 1e9);
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(run_seconds * 1e9);
 	bool outer = (intptr_t)arg < 2;
 
-	while (now_ns() < end) {
+	while (now_ns(CLOCK_MONOTONIC) < end) {
 		if (outer)
 			nested_outer();
 		else
@@ -151,11 +144,11 @@ __attribute__((noinline)) static void map_unmap(void)
 
 static void *mmap_thread(void *arg)
 {
-	uint64_t end = now_ns() + (uint64_t)(run_seconds * 1e9);
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(run_seconds * 1e9);
 
 	uint64_t maps = 0;
 
-	while (now_ns() < end) {
+	while (now_ns(CLOCK_MONOTONIC) < end) {
 		map_unmap();
 		maps++;
 	}
@@ -170,9 +163,9 @@ static void run_threads(void *(*fn)(void *), int n);
 static void *pipe_writer(void *arg)
 {
 	static char chunk[65536];
-	uint64_t end = now_ns() + (uint64_t)(run_seconds * 1e9), writes = 0;
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(run_seconds * 1e9), writes = 0;
 
-	while (now_ns() < end && write(pipe_fds[1], chunk, sizeof(chunk)) > 0)
+	while (now_ns(CLOCK_MONOTONIC) < end && write(pipe_fds[1], chunk, sizeof(chunk)) > 0)
 		writes++;
 	__sync_fetch_and_add(&total_pipe_writes, writes);
 	return NULL;
@@ -205,9 +198,9 @@ static void pipe_contend(int writers)
 static void *cv_thread(void *arg)
 {
 	int me = (int)(intptr_t)arg;
-	uint64_t end = now_ns() + (uint64_t)(run_seconds * 1e9);
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(run_seconds * 1e9);
 
-	while (now_ns() < end) {
+	while (now_ns(CLOCK_MONOTONIC) < end) {
 		pthread_mutex_lock(&cv_lock);
 		while (cv_turn != me && cv_turn >= 0)
 			pthread_cond_wait(&cv, &cv_lock);
@@ -297,14 +290,14 @@ int main(int argc, char **argv)
 		run_threads(cv_thread, 2);
 	} else if (!strcmp(mode, "uncontended")) {
 		long n = argc > 2 ? atol(argv[2]) : 10000000;
-		uint64_t t0 = now_ns();
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 
 		for (long i = 0; i < n; i++) {
 			pthread_mutex_lock(&big_lock);
 			sink++;
 			pthread_mutex_unlock(&big_lock);
 		}
-		printf("ns=%llu\n", (unsigned long long)(now_ns() - t0));
+		printf("ns=%llu\n", (unsigned long long)(now_ns(CLOCK_MONOTONIC) - t0));
 	} else {
 		fprintf(stderr, "usage: lockburn mutex|pimutex|condvar|uncontended|mmap|nested|pipe|exitwait ...\n");
 		return 2;

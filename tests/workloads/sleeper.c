@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include "wl.h"
 
 #define NTHREADS 4
 
@@ -30,26 +31,18 @@ struct sleep_stats {
 
 static double run_seconds = 3.0;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* One 50 ms nanosleep, timed; the syscall instruction is in this function. */
 __attribute__((noinline)) void sleep_50ms(struct sleep_stats *st)
 {
 	struct timespec req = { .tv_sec = 0, .tv_nsec = 50000000 };
-	uint64_t start = now_ns();
+	uint64_t start = now_ns(CLOCK_MONOTONIC);
 	long ret;
 
 	asm volatile("syscall"
 		     : "=a"(ret)
 		     : "0"((long)SYS_nanosleep), "D"(&req), "S"(NULL)
 		     : "rcx", "r11", "memory");
-	st->slept_ns += now_ns() - start;
+	st->slept_ns += now_ns(CLOCK_MONOTONIC) - start;
 	st->calls++;
 	(void)ret;
 }
@@ -57,9 +50,9 @@ __attribute__((noinline)) void sleep_50ms(struct sleep_stats *st)
 static void *sleep_thread(void *arg)
 {
 	struct sleep_stats *st = arg;
-	uint64_t end = now_ns() + (uint64_t)(run_seconds * 1e9);
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(run_seconds * 1e9);
 
-	while (now_ns() < end)
+	while (now_ns(CLOCK_MONOTONIC) < end)
 		sleep_50ms(st);
 	return NULL;
 }

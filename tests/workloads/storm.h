@@ -27,16 +27,9 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "wl.h"
 
 static volatile uint64_t sink;
-
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /* The leaf every child's samples should name. */
 __attribute__((noinline)) void STORM_BURN(uint64_t ns)

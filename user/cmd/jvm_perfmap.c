@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+/* --jvm-perfmap: finds the JVMs among the targets and asks each for its perf map (jvm_perfmap.h). */
 #include <ctype.h>
 #include <errno.h>
 #include <dirent.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* aperture: an eBPF profiler.  main() only dispatches to a command. */
+/* aperture's main(): dispatches to a command (record, run, dump, doctor, events), nothing more. */
 #include <stdio.h>
 #include <string.h>
 #include "agent.h"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Local outputs.  DIR may be shared with other users (or written by a
+ * The daemon's local outputs (run --output-dir DIR): the files written and rotated in DIR.
+ * DIR may be shared with other users (or written by a
  * compromised workload's owner), so no name in it is trusted: files are
  * created with O_EXCL | O_NOFOLLOW through the directory's fd, renamed into
  * place without replacing anything (a name already taken, a planted symlink

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * The kernel feature probes and their one table: each feature probed once, on first use,
+ * by loading its program of bpf/probe.bpf.c on its own or by calling the syscall
+ * (kernel_features.h).
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

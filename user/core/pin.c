@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * Pinning under a bpffs directory: a new pinned set started as one transaction, a pinned set
+ * taken over, and the pinned maps reset (pin.h).
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>

@@ -214,7 +214,7 @@ void profiler_close(struct profiler *p);
 /*
  * Flips the generation and drains the old counts map, calling @fn for every
  * record (values are deltas since the previous snapshot).  Race-free: see
- * the comment at APERTURE_COUNTS in bpf/common.bpf.h.
+ * the comment at struct counts_map in bpf/lib/counts.bpf.h.
  */
 int profiler_snapshot(struct profiler *p, record_fn fn, void *ctx);
 

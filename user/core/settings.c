@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * Settings loaded BPF programs can take and settings they cannot: the running value kept and
+ * named for SIGHUP and takeover (settings.h).
+ */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * The long-running modes' stats line: maps' entries against their max_entries, the symbol
+ * cache, the process's RSS and open fds (usage.h).
+ */
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Every output format implements this.  Adding a format is adding a file
- * user/export_X.c with one `const struct exporter exporter_X` and a line in
+ * user/export/export_X.c with one `const struct exporter exporter_X` and a line in
  * the table in exporter.c.
  */
 #ifndef EXPORTER_H

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+/* Decompresses the embedded BPF objects (xz streams) once each, on first use (bpf_xz.h). */
 #include "bpf_xz.h"
 
 #include <errno.h>

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * Command-line helpers shared by `record` and `run`: number, pid and cgroup arguments, the
+ * environment checks (root or capabilities, an output that can be written), signals, libbpf's
+ * log, and each profiler's options and --help lines (cli.h).
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

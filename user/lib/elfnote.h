@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
+/* ELF notes: the GNU build ID of an ELF file, as hex. */
 #ifndef ELFNOTE_H
 #define ELFNOTE_H
 

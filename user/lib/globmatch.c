@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+/* Shell patterns matched byte by byte, as fnmatch() in the C locale (globmatch.h). */
 #include <ctype.h>
 #include <string.h>
 #include "globmatch.h"

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
+/* Shell pattern matching without glibc's fnmatch() (the --exe-pattern and config globs). */
 #ifndef GLOBMATCH_H
 #define GLOBMATCH_H
 

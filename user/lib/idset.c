@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+/* A set of non-zero 64-bit ids with optional values, open addressing (idset.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * Reading /proc/PID: maps lines, the files a process maps (for uprobes), its parent, start
+ * time and status (procmaps.h).
+ */
 #include <ctype.h>
 #include <inttypes.h>
 #include <limits.h>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * target_open: see safe_open.h.  With openat2 (Linux 5.6+) the kernel does
+ * target_open(): a file a profiled process names, opened inside its root without following
+ * a link out of it (safe_open.h).  With openat2 (Linux 5.6+) the kernel does
  * the containment: RESOLVE_IN_ROOT resolves "/", ".." and absolute symlinks
  * against the process's root, RESOLVE_NO_MAGICLINKS refuses /proc/self/fd
  * style links out of it.  Without it the path is walked here, one component

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * Logging (text or JSON lines), output files created 0600, allocation that logs its failure,
+ * and small string and array helpers (util.h).
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What every part of aperture uses: one-line logging, output files, allocation, clocks, small
+ * string and array helpers, fault injection for tests.
+ */
 #ifndef UTIL_H
 #define UTIL_H
 

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * Data symbols: the global variable at a user address, from the .symtab/.dynsym objects of the
+ * file mapped below it (datasym.h).
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * Names user frames FILE+0xADDR from the unwinder's maps, as the pinned iterator does
+ * (framefile.h).
+ */
 #include <stdlib.h>
 #include <bpf/bpf.h>
 #include "framefile.h"

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../wl.h"
 #include "cuda_api.h"
 
 /* What a handle points to: enough to be a distinct, valid address. */
@@ -34,19 +35,11 @@ static long env_long(const char *name, long dflt)
 	return v && *v ? strtol(v, NULL, 10) : dflt;
 }
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void spin_us(long us)
 {
-	long long end = now_ns() + us * 1000LL;
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + us * 1000LL;
 
-	while (now_ns() < end)
+	while (now_ns(CLOCK_MONOTONIC) < end)
 		;
 }
 

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../wl.h"
 #include "cudart_api.h"
 
 #define MAX_KERNELS 64
@@ -108,21 +109,13 @@ static bool driver_unseen(void)
 	return v && strcmp(v, "unseen") == 0;
 }
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* The driver's launch work without the driver's functions (FAKE_CUDART_DRIVER=unseen). */
 static cudaError_t launch_unseen(void)
 {
 	const char *us = getenv("FAKE_CUDA_LAUNCH_US");
-	long long end = now_ns() + (us && *us ? atol(us) : 20) * 1000LL;
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (us && *us ? atol(us) : 20) * 1000LL;
 
-	while (now_ns() < end)
+	while (now_ns(CLOCK_MONOTONIC) < end)
 		;
 	return cudaSuccess;
 }

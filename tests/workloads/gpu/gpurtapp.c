@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "../wl.h"
 #include "cudart_api.h"
 
 /*
@@ -49,14 +50,6 @@ void _Z4reluPf(void)
 
 static long long launch_ns, sync_ns;
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void check(cudaError_t r, const char *what)
 {
 	if (r != cudaSuccess) {
@@ -80,10 +73,10 @@ static void launch_saxpy(int n)
 	void *args[1] = { NULL };
 
 	for (int i = 0; i < n; i++) {
-		long long t = now_ns();
+		uint64_t t = now_ns(CLOCK_MONOTONIC);
 
 		check(cudaLaunchKernel((const void *)saxpy, grid, block, args, 0, NULL), "cudaLaunchKernel");
-		launch_ns += now_ns() - t;
+		launch_ns += now_ns(CLOCK_MONOTONIC) - t;
 	}
 }
 
@@ -92,10 +85,10 @@ static void launch_stencil(int n)
 	cudaLaunchConfig_t cfg = { .gridDim = { 32, 32, 1 }, .blockDim = { 8, 8, 4 } };
 
 	for (int i = 0; i < n; i++) {
-		long long t = now_ns();
+		uint64_t t = now_ns(CLOCK_MONOTONIC);
 
 		check(cudaLaunchKernelExC(&cfg, (const void *)_Z7stencilPKfPfi, NULL), "cudaLaunchKernelExC");
-		launch_ns += now_ns() - t;
+		launch_ns += now_ns(CLOCK_MONOTONIC) - t;
 	}
 }
 
@@ -106,20 +99,20 @@ static void launch_relu(int n)
 
 	check(__cudaGetKernel(&handle, (const void *)_Z4reluPf), "__cudaGetKernel");
 	for (int i = 0; i < n; i++) {
-		long long t = now_ns();
+		uint64_t t = now_ns(CLOCK_MONOTONIC);
 
 		check(__cudaLaunchKernel(handle, grid, block, NULL, 0, NULL), "__cudaLaunchKernel");
-		launch_ns += now_ns() - t;
+		launch_ns += now_ns(CLOCK_MONOTONIC) - t;
 	}
 }
 
 static void wait_for_device(int n)
 {
 	for (int i = 0; i < n; i++) {
-		long long t = now_ns();
+		uint64_t t = now_ns(CLOCK_MONOTONIC);
 
 		check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-		sync_ns += now_ns() - t;
+		sync_ns += now_ns(CLOCK_MONOTONIC) - t;
 	}
 }
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Helpers for the SkyWalking OAP tests; source after lib.sh.
 PY=/usr/bin/python3
-OAPDIR="$TOP/tests/oap"
+OAPDIR="$TOP/tests/agent"
 # Each test's agents keep their crash ledger in its own directory, removed with $TMP.
 export APERTURE_STATE_DIR="$TMP/state"
 

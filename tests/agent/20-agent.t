@@ -88,7 +88,7 @@ ge "OFF_CPU: data in several streams" "$(val "$T" streams)" 4
 is "OFF_CPU: switch deltas add up to the agent's total" "$(val "$T" total)" "$(logged "$task" "$TMP/agent.log")"
 ge "OFF_CPU: switches of a 2 ms sleeper over 6 s" "$(val "$T" count_oap_nap)" 1000
 is_within "OFF_CPU: blocked time of the sleeper (s)" 6 "$(awk -v d="$(val "$T" duration_ns_oap_nap)" 'BEGIN { print d / 1e9 }')" 1.5
-# Rover's meaning: the busy thread's preemptions count too (tests/oap/75-offcpu-meaning.t),
+# Rover's meaning: the busy thread's preemptions count too (tests/agent/75-offcpu-meaning.t),
 # so how many there are depends on the machine's load; but every switch is
 # either the sleeper's nap or the busy thread preempted in its loop.
 ge "OFF_CPU: every switch is the nap or the busy loop preempted" "$(val "$T" share_workload)" 95

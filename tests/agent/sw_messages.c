@@ -2,7 +2,7 @@
 /*
  * Hand-made profiles through sw_profile_messages, written varint-delimited
  * as aperture record writes .swdata (read back with swdecode), for
- * tests/oap/15-messages.t.
+ * tests/agent/15-messages.t.
  *
  *   sw_messages halves FILE      a kernel-only and a user-only stack with the
  *                                same names, and the two together
