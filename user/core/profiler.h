@@ -101,6 +101,8 @@ struct profiler_option {
 struct profiler;
 struct changed_keys;
 struct run;
+struct raw_frames;
+struct profile_event;
 
 /* Called once per drained record; return non-zero to stop. */
 typedef int (*record_fn)(struct profiler *p, const struct raw_record *rec, void *ctx);
@@ -142,6 +144,16 @@ struct profiler_ops {
 	/* Optional: the loader's tick (record: every ~100 ms), for work that follows processes. */
 	void (*poll)(struct profiler *p);
 	int64_t (*period)(const struct profiler *p);	/* NULL: 1, every event counted */
+	/*
+	 * The raw events it sends to `record --events` (enum aperture_event_type,
+	 * 0: none), and the hook that makes one of them (@size bytes: struct
+	 * aperture_raw_event or its own longer one) a ProfileEvent record in @e
+	 * (user/core/profile_event.h), reading its stacks into @frames, whose comm
+	 * is the event's; false: not a record (too short).
+	 */
+	uint32_t raw_type;
+	bool (*raw_event)(struct profiler *p, const struct aperture_raw_event *ev, size_t size,
+			  struct raw_frames *frames, struct profile_event *e);
 
 	/* Opens and loads the skeleton: PROFILER_OPEN_SKEL(p, NAME). */
 	int (*open)(struct profiler *p, const struct profiler_opts *opts);
@@ -238,8 +250,8 @@ bool map_use(int fd, uint64_t *used, uint64_t *cap);
 /* Sums the per-CPU loss/activity counters into @out[STAT_MAX]. */
 int profiler_stats(struct profiler *p, uint64_t *out);
 
-/* Receives the raw events (struct aperture_raw_event) of the ring buffer. */
-typedef void (*raw_event_fn)(const struct aperture_raw_event *ev, void *ctx);
+/* Receives the raw events (struct aperture_raw_event or a kind's longer one, @size bytes) of the ring buffer. */
+typedef void (*raw_event_fn)(const struct aperture_raw_event *ev, size_t size, void *ctx);
 /* Tests only: APERTURE_TEST_EVENTS_HOLD names a file that, while it exists, stops every read of the events ring. */
 bool events_held(void);
 

@@ -85,7 +85,7 @@ static int on_process_event(void *arg, void *data, size_t size)
 			symbolizer_python_prefetch(run->sym, py->hdr.tgid, (const uint64_t *)py->ips,
 						   py->depth < APERTURE_MAX_DEPTH ? py->depth : APERTURE_MAX_DEPTH);
 	} else if (run->raw && size >= sizeof(struct aperture_raw_event))
-		run->raw(data, run->raw_ctx);
+		run->raw(data, size, run->raw_ctx);
 	return 0;
 }
 
