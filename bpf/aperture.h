@@ -151,7 +151,7 @@ enum aperture_event_type {
 	EVENT_LOCK = 3,		/* a lock wait above the threshold */
 	EVENT_SYSCALL = 4,	/* a syscall slower than the threshold */
 	EVENT_UNWIND_MISS = 5,	/* a pc outside the mappings the unwinder knows: re-read them */
-	EVENT_GPU_KERNEL = 6,	/* struct aperture_gpu_raw_event: one kernel launch (--gpu-events) */
+	EVENT_GPU_KERNEL = 6,	/* struct gpu_raw_event (bpf/events/gpu.h): one kernel launch (--gpu-events) */
 	EVENT_PY_STACK = 7,	/* struct aperture_py_event: a new stack with CPython frames: name them now */
 };
 
@@ -197,23 +197,11 @@ struct aperture_raw_event {
 	char comm[APERTURE_COMM_LEN];
 };
 
-/*
- * A kernel launch (EVENT_GPU_KERNEL): the raw event (object: the CUfunction
- * handle; timestamp and duration_ns: the launch call on the CPU) and the
- * launch's dims as the caller passed them.  The type says the size.
- */
-struct aperture_gpu_raw_event {
-	struct aperture_raw_event raw;
-	__u32 grid[3];
-	__u32 block[3];
-};
-
 /* User space and the BPF programs must agree on these to the byte. */
 _Static_assert(sizeof(struct sample_key) == 48, "sample_key layout");
 _Static_assert(sizeof(struct aperture_control) == 40, "aperture_control layout");
 _Static_assert(sizeof(struct aperture_stack) == 8 + 8 * APERTURE_MAX_DEPTH, "aperture_stack layout");
 _Static_assert(sizeof(struct aperture_event) == 8, "aperture_event layout");
 _Static_assert(sizeof(struct aperture_raw_event) == 80, "aperture_raw_event layout");
-_Static_assert(sizeof(struct aperture_gpu_raw_event) == 104, "aperture_gpu_raw_event layout");
 
 #endif /* APERTURE_H */

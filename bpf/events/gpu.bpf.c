@@ -289,7 +289,7 @@ int BPF_KPROBE(rt_sync_event_enter)
 static __always_inline void launch_raw_event(const struct aperture_control *ctl, const struct sample_key *key,
 					     const struct gpu_call *call, __u64 begin_ns, __u64 ns)
 {
-	struct aperture_gpu_raw_event *ev = raw_event_reserve(ctl, sizeof(*ev));
+	struct gpu_raw_event *ev = raw_event_reserve(ctl, sizeof(*ev));
 
 	if (!ev)
 		return;

@@ -112,7 +112,19 @@ struct gpu_thread {
 	struct gpu_lookup lookup;
 };
 
+/*
+ * A kernel launch (EVENT_GPU_KERNEL, --gpu-events): the raw event (object:
+ * the CUfunction handle; timestamp and duration_ns: the launch call on the
+ * CPU) and the launch's dims as the caller passed them.  The type says the size.
+ */
+struct gpu_raw_event {
+	struct aperture_raw_event raw;
+	__u32 grid[3];
+	__u32 block[3];
+};
+
 _Static_assert(sizeof(struct gpu_value) == 8 * APERTURE_MAX_VALUES, "gpu_value layout");
 _Static_assert(sizeof(struct gpu_config) == 8, "gpu_config layout");
+_Static_assert(sizeof(struct gpu_raw_event) == 104, "gpu_raw_event layout");
 
 #endif /* GPU_H */

@@ -27,6 +27,7 @@
 #include "outdir.h"
 #include "pin.h"
 #include "profiler.h"
+#include "run.h"
 #include "settings.h"
 #include "usage.h"
 #include "util.h"
@@ -75,14 +76,13 @@ struct daemon_run {
 	struct daemon_opts o;
 	int argc;			/* the command line, parsed again on SIGHUP */
 	char **argv;
-	struct profiler_shared shared;
+	struct run run;			/* one control map and target set; with outputs, the events' reader */
 	const struct profiler_ops *ops[PROFILER_MAX];
 	struct profiler *profs[PROFILER_MAX];
 	int nprofs;
 	bool took_over;			/* a pinned set was there: this daemon applies its settings to it */
 	/* --output-dir only */
 	struct symbolizer *sym;
-	struct ring_buffer *events;
 	struct profile profiles[PROFILER_MAX];
 	struct outdir out;
 	uint64_t interval_start_ns;	/* CLOCK_MONOTONIC */
@@ -441,7 +441,6 @@ static void take_live(struct daemon_opts *now, struct daemon_opts *next)
 	keep_own_fixed(now, next, &own);
 	if (own.n)
 		log_warn("reload: %s: not applied, they need a restart", own.text);
-	next->prof.shared = now->prof.shared;
 	*now = *next;
 	now->prof.pids = now->pids;
 }
@@ -529,8 +528,11 @@ static void watch_processes(struct profiler *p, void *ctx)
 {
 	struct daemon_run *run = ctx;
 
-	profiler_watch_processes(p, &run->events, run->sym);	/* degrades, logged */
-	profiler_track(p, run->o.pids, run->o.prof.npids);
+	(void)p;
+	if (run->run.watched)
+		return;	/* the first profiler gave the run its maps: they are read already */
+	run_watch_events(&run->run, run->sym, NULL, NULL);	/* degrades, logged */
+	run_track(&run->run, run->o.pids, run->o.prof.npids);
 }
 
 static int daemon_start(struct daemon_run *run)
@@ -538,7 +540,6 @@ static int daemon_start(struct daemon_run *run)
 	struct daemon_opts *o = &run->o;
 	int err;
 
-	o->prof.shared = &run->shared;
 	for (int i = 0; profilers[i]; i++)
 		if (o->prof.kinds & (1u << profilers[i]->id))
 			run->ops[run->nprofs++] = profilers[i];
@@ -552,7 +553,7 @@ static int daemon_start(struct daemon_run *run)
 		if (!run->sym)
 			return -ENOMEM;
 	}
-	err = pin_start(o->dir, run->ops, run->nprofs, &o->prof, run->profs, watch_processes, run);
+	err = pin_start(o->dir, &run->run, run->ops, run->nprofs, &o->prof, run->profs, watch_processes, run);
 	if (err)
 		return err;
 	if (run->took_over) {
@@ -578,8 +579,8 @@ static void wait_until(struct daemon_run *run, uint64_t until)
 
 	if (ms > 100)
 		ms = 100;
-	if (run->events) {
-		ring_buffer__poll(run->events, (int)ms);
+	if (run->run.events) {
+		ring_buffer__poll(run->run.events, (int)ms);
 		if (run->sym)
 			symbolizer_reread_young(run->sym);
 	} else {
@@ -647,11 +648,10 @@ static void daemon_close(struct daemon_run *run)
 			profile_free(&run->profiles[i]);
 		profiler_close(run->profs[i]);
 	}
-	ring_buffer__free(run->events);
+	run_close(&run->run);
 	if (run->o.output_dir)
 		outdir_close(&run->out);
 	symbolizer_free(run->sym);
-	profiler_shared_close(&run->shared);
 }
 
 int daemon_main(int argc, char **argv)
@@ -660,7 +660,7 @@ int daemon_main(int argc, char **argv)
 	struct daemon_opts *o = &run.o;
 	int err;
 
-	profiler_shared_init(&run.shared);
+	run_init(&run.run);
 	run.out.dirfd = -1;
 	run.argc = argc;
 	run.argv = argv;

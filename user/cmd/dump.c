@@ -115,7 +115,7 @@ static int dump_totals(struct dump_ctx *d)
 static int dump_one(struct dump_ctx *d, const char *dir, const struct profiler_ops *ops)
 {
 	struct profiler_opts opts = {};
-	int err = profiler_open_pinned(&d->p, ops, &opts, dir);
+	int err = profiler_open_pinned(&d->p, NULL, ops, &opts, dir);
 
 	if (err)
 		return err;

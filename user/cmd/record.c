@@ -24,6 +24,7 @@
 #include "jvm_perfmap.h"
 #include "profiler.h"
 #include "record.h"
+#include "run.h"
 #include "symbolize.h"
 #include "util.h"
 
@@ -52,8 +53,7 @@ struct record_run {
 	struct profiler *profs[MAX_PROFILERS];
 	struct profile profiles[MAX_PROFILERS];
 	int nprofs;
-	struct profiler_shared shared;	/* one control map for all profilers */
-	struct ring_buffer *events;	/* every profiler's notifications */
+	struct run run;			/* one control map, one ring buffer for all profilers */
 	struct event_stream *stream;	/* --events */
 	pid_t child;
 	int child_go_fd;		/* write end: the child execs when it closes */
@@ -321,13 +321,12 @@ static int open_profilers(struct record_run *run)
 	int err;
 
 	o->prof.pids = o->pids;
-	o->prof.shared = &run->shared;
 	for (int i = 0; profilers[i]; i++) {
 		struct profiler *p;
 
 		if (!wanted(o, profilers[i]))
 			continue;
-		err = profiler_open(&p, profilers[i], &o->prof);
+		err = profiler_open(&p, &run->run, profilers[i], &o->prof);
 		if (err)
 			return err;
 		run->profs[run->nprofs] = p;
@@ -346,13 +345,11 @@ static int open_profilers(struct record_run *run)
  */
 static int open_events(struct record_run *run)
 {
-	int err = 0;
+	int err;
 
-	for (int i = 0; i < run->nprofs; i++) {
+	for (int i = 0; i < run->nprofs; i++)
 		event_stream_add_profiler(run->stream, run->profs[i]);
-		err = err ?: profiler_watch_events(run->profs[i], &run->events, run->sym,
-						   run->stream ? event_stream_raw : NULL, run->stream);
-	}
+	err = run_watch_events(&run->run, run->sym, run->stream ? event_stream_raw : NULL, run->stream);
 	if (err && run->stream) {
 		log_error("--events: cannot read the BPF ring buffer: %s", strerror(-err));
 		return err;
@@ -367,12 +364,12 @@ static int wait_tick(struct record_run *run)
 	int err;
 
 	/* APERTURE_TEST_EVENTS_HOLD=PATH: unread while PATH exists, so that a test can fill the ring. */
-	if (!run->events || events_held())
+	if (!run->run.events || events_held())
 		return nanosleep(&tick, NULL) && errno != EINTR ? -errno : 0;
-	err = ring_buffer__poll(run->events, 100);
+	err = ring_buffer__poll(run->run.events, 100);
 	/* Raw events come without a wakeup: read whatever is there. */
 	if (err >= 0 || err == -EINTR)
-		err = ring_buffer__consume(run->events);
+		err = ring_buffer__consume(run->run.events);
 	if (err < 0 && err != -EINTR) {
 		log_error("reading BPF notifications: %s", strerror(-err));
 		return err;
@@ -459,8 +456,8 @@ static int record_loop(struct record_run *run)
 	}
 	if (tty)
 		fputc('\n', stderr);
-	if (run->events)	/* the last raw events */
-		ring_buffer__consume(run->events);
+	if (run->run.events)	/* the last raw events */
+		ring_buffer__consume(run->run.events);
 	return snapshot_all(run);
 }
 
@@ -497,7 +494,8 @@ static void report_stats(struct record_run *run)
 		fprintf(stderr, "aperture: %s: %" PRIu64 " %s, %" PRIu64 " lost%s%s%s\n",
 			p->ops->name, p->drained_events, p->ops->value_types[0].type,
 			profiler_lost(stats), len ? " (" : "", detail, len ? ")" : "");
-		profiler_unwind_report(p, stderr);
+		if (i == 0)	/* the first profiler's line: it loaded the run's tables */
+			run_unwind_report(&run->run, stderr);
 	}
 	report_python(run);
 	if (run->jvm)
@@ -715,8 +713,7 @@ static void run_cleanup(struct record_run *run)
 		profiler_close(run->profs[i]);
 		profile_free(&run->profiles[i]);
 	}
-	ring_buffer__free(run->events);
-	profiler_shared_close(&run->shared);
+	run_close(&run->run);
 	if (run->child_go_fd >= 0)
 		close(run->child_go_fd);
 	if (run->child_status_fd >= 0)
@@ -737,7 +734,7 @@ int record_main(int argc, char **argv)
 	struct record_opts *o = &run.opts;
 	int err;
 
-	profiler_shared_init(&run.shared);
+	run_init(&run.run);
 	err = parse_args(o, argc, argv);
 	if (err)
 		return err < 0 ? 0 : err;

@@ -19,6 +19,7 @@
 #include "kernel_features.h"
 #include "iter.skel.h"
 #include "pin.h"
+#include "run.h"
 #include "util.h"
 
 #define BPFFS_ROOT "/sys/fs/bpf"
@@ -80,6 +81,7 @@ bool pin_present(const char *dir, const char *name)
  */
 struct pin_txn {
 	const char *dir;
+	struct run *run;		/* the caller's, shared by every profiler of the set */
 	bool made_dir;
 	char **paths;			/* pinned by this start, in order */
 	int npaths;
@@ -317,18 +319,7 @@ static int read_pinned_config(struct profiler *p)
 	return bpf_map_lookup_elem(p->fd[MAP_CONFIG], &zero, profiler_config(&p->opts, p->ops)) ? -errno : 0;
 }
 
-/* As profiler_take_maps for a loaded one: the first taken over owns the run's shared fds. */
-static void take_shared(struct profiler *p)
-{
-	struct profiler_shared *shared = p->opts.shared;
-
-	p->owns_shared = !shared || shared->fd[MAP_CONTROL] < 0;
-	for (int i = 0; shared && i < MAP_SLOT_MAX; i++)
-		if (map_slots[i].shared && shared->fd[i] < 0)
-			shared->fd[i] = dup(p->fd[i]);
-}
-
-int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
+int profiler_open_pinned(struct profiler **out, struct run *run, const struct profiler_ops *ops,
 			 const struct profiler_opts *opts, const char *dir)
 {
 	struct profiler *p = calloc_logged(1, sizeof(*p));
@@ -339,6 +330,7 @@ int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 	if (!p)
 		return -ENOMEM;
 	p->ops = ops;
+	p->run = run;
 	p->opts = *opts;
 	p->pinned = true;
 	for (int i = 0; i < MAP_SLOT_MAX; i++)
@@ -353,10 +345,11 @@ int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
 	err = read_pinned_config(p);
 	if (err)
 		goto fail;
-	take_shared(p);
 	/* Loaded with DWARF unwinding: its rows map was sized for it (one row when off). */
 	p->dwarf = map_max_entries(p->fd[MAP_UNWIND_ROWS]) > 1;
 	p->python = p->dwarf && map_max_entries(p->fd[MAP_PYTHON_PROCS]) > 1;
+	if (run)	/* as profiler_take_maps for a loaded one: the first taken over gives the run its maps */
+		run_take_shared(run, p);
 	live = live_generation(p);
 	if (live < 0) {
 		err = live;
@@ -434,7 +427,7 @@ static int start_one(struct pin_txn *txn, const struct profiler_ops *ops,
 	int err;
 
 	if (pin_present(txn->dir, ops->name)) {
-		err = profiler_open_pinned(out, ops, opts, txn->dir);
+		err = profiler_open_pinned(out, txn->run, ops, opts, txn->dir);
 		if (err)
 			return err;
 		log_warn("%s: took over the pinned programs in %s (they kept counting)", ops->name, txn->dir);
@@ -443,7 +436,7 @@ static int start_one(struct pin_txn *txn, const struct profiler_ops *ops,
 			txn->opened(*out, txn->ctx);
 		return 0;
 	}
-	err = profiler_open(out, ops, opts);
+	err = profiler_open(out, txn->run, ops, opts);
 	if (err)
 		return err;
 	err = txn_add((void ***)&txn->fresh, &txn->nfresh, *out);
@@ -564,10 +557,10 @@ static void txn_free(struct pin_txn *txn)
 	free(txn->fresh);
 }
 
-int pin_start(const char *dir, const struct profiler_ops *const *ops, int n,
+int pin_start(const char *dir, struct run *run, const struct profiler_ops *const *ops, int n,
 	      const struct profiler_opts *opts, struct profiler **profs, pin_opened_fn opened, void *ctx)
 {
-	struct pin_txn txn = { .dir = dir, .opened = opened, .ctx = ctx };
+	struct pin_txn txn = { .dir = dir, .run = run, .opened = opened, .ctx = ctx };
 	int err = prepare_dir(dir, &txn.made_dir);
 
 	for (int i = 0; i < n; i++)

@@ -29,7 +29,7 @@ bool pin_present(const char *dir, const char *name);
  * Takes over a pinned profiler: no program is loaded or attached, the pinned
  * ones keep running.  A layout-version mismatch is an error naming the fix.
  */
-int profiler_open_pinned(struct profiler **out, const struct profiler_ops *ops,
+int profiler_open_pinned(struct profiler **out, struct run *run, const struct profiler_ops *ops,
 			 const struct profiler_opts *opts, const char *dir);
 /*
  * What the set pinned under DIR was loaded with and cannot change while it
@@ -49,9 +49,10 @@ int pin_read_fixed(const char *dir, struct profiler_opts *loaded);
  * left out with one warning.  @opened (may be NULL) is called on each
  * profiler once it is loaded or taken over, before it is attached: a reader
  * of its new-process notifications started there misses none of them.
+ * Every profiler shares @run's maps (run.h): the first one gives them.
  */
 typedef void (*pin_opened_fn)(struct profiler *p, void *ctx);
-int pin_start(const char *dir, const struct profiler_ops *const *ops, int n,
+int pin_start(const char *dir, struct run *run, const struct profiler_ops *const *ops, int n,
 	      const struct profiler_opts *opts, struct profiler **profs, pin_opened_fn opened, void *ctx);
 
 /*

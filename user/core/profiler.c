@@ -9,6 +9,7 @@
 #include "procmaps.h"
 #include "profiler.h"
 #include "python_tables.h"
+#include "run.h"
 #include "util.h"
 
 const struct profiler_ops *const profilers[] = {
@@ -18,15 +19,6 @@ const struct profiler_ops *const profilers[] = {
 	&profiler_syscalls,
 	&profiler_gpu,
 	NULL,
-};
-
-/* Who reads the ring buffer's records (profiler_watch_events). */
-struct profiler_sink {
-	struct ring_buffer *rb;		/* the reader the caller polls */
-	struct symbolizer *sym;
-	struct unwinder *unwinder;	/* NULL: frame pointers only */
-	raw_event_fn raw;
-	void *ctx;
 };
 
 #define STAT_NAME(id, what) [id] = what,
@@ -106,7 +98,7 @@ static int unwind_resolve(struct profiler *p)
 	return 0;
 }
 
-int profiler_open(struct profiler **out, const struct profiler_ops *ops,
+int profiler_open(struct profiler **out, struct run *run, const struct profiler_ops *ops,
 		  const struct profiler_opts *opts)
 {
 	struct profiler *p = calloc_logged(1, sizeof(*p));
@@ -117,6 +109,7 @@ int profiler_open(struct profiler **out, const struct profiler_ops *ops,
 		return -ENOMEM;
 	feature_has(FEAT_OPENAT2);	/* how the symbolizer opens the targets' files: probed before any */
 	p->ops = ops;
+	p->run = run;
 	p->opts = *opts;
 	if (!p->opts.counts_entries)
 		p->opts.counts_entries = PROFILER_COUNTS_DEFAULT;
@@ -179,8 +172,6 @@ void profiler_close(struct profiler *p)
 		bpf_link__destroy(p->links[i]);
 	}
 	free(p->links);
-	free(p->sink);
-	unwinder_free(p->unwinder);
 	stack_gc_free(p->gc);
 	if (p->pinned) {
 		for (int i = 0; i < MAP_SLOT_MAX; i++)
@@ -290,11 +281,11 @@ static bool children_followed(const struct profiler *p, bool owner)
  */
 int profiler_prepare(struct profiler *p)
 {
-	struct profiler_shared *shared = p->opts.shared;
+	struct run *run = p->run;
 	struct bpf_program *exec_prog = bpf_object__find_program_by_name(p->obj, "process_exec");
 	struct bpf_program *exit_prog = bpf_object__find_program_by_name(p->obj, "process_exit");
 	struct bpf_program *fork_prog = bpf_object__find_program_by_name(p->obj, "target_fork");
-	bool owner = !shared || shared->fd[MAP_CONTROL] < 0;
+	bool owner = !run || run->fd[MAP_CONTROL] < 0;
 	int err = 0;
 
 	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_COUNTS_0), p->opts.counts_entries);
@@ -313,25 +304,22 @@ int profiler_prepare(struct profiler *p)
 		bpf_program__set_autoload(fork_prog, p->follows_children);
 	for (int i = 0; i < MAP_SLOT_MAX && !err && !owner; i++)
 		if (map_slots[i].shared)
-			err = bpf_map__reuse_fd(slot_map(p, i), shared->fd[i]);
+			err = bpf_map__reuse_fd(slot_map(p, i), run->fd[i]);
 	return err;
 }
 
 /* After load: takes every slot's fd, and the first profiler's shared maps become the run's. */
 int profiler_take_maps(struct profiler *p)
 {
-	struct profiler_shared *shared = p->opts.shared;
-
-	p->owns_shared = !shared || shared->fd[MAP_CONTROL] < 0;
 	for (int i = 0; i < MAP_SLOT_MAX; i++) {
 		struct bpf_map *map = slot_map(p, i);
 
 		if (!map)
 			return -ENOENT;	/* every object has every slot (bpf/lib/) */
 		p->fd[i] = bpf_map__fd(map);
-		if (shared && map_slots[i].shared && shared->fd[i] < 0)
-			shared->fd[i] = dup(p->fd[i]);
 	}
+	if (p->run)
+		run_take_shared(p->run, p);
 	p->live = 0;
 	return 0;
 }
@@ -349,23 +337,6 @@ int profiler_attach_tracing(struct profiler *p)
 			break;
 	}
 	return err;
-}
-
-void profiler_shared_init(struct profiler_shared *shared)
-{
-	shared->events = NULL;
-	for (int i = 0; i < MAP_SLOT_MAX; i++)
-		shared->fd[i] = -1;
-}
-
-void profiler_shared_close(struct profiler_shared *shared)
-{
-	for (int i = 0; i < MAP_SLOT_MAX; i++) {
-		if (shared->fd[i] >= 0)
-			close(shared->fd[i]);
-		shared->fd[i] = -1;
-	}
-	shared->events = NULL;	/* the caller's, freed by it */
 }
 
 static int write_config(struct profiler *p)
@@ -558,9 +529,7 @@ cleanup:
 /* The reader of the run's new-process notifications, or NULL. */
 static struct ring_buffer *announcements(const struct profiler *p)
 {
-	if (p->sink && p->sink->rb)
-		return p->sink->rb;
-	return p->opts.shared ? p->opts.shared->events : NULL;
+	return p->run ? p->run->events : NULL;
 }
 
 int profiler_flip(struct profiler *p)
@@ -717,137 +686,6 @@ int profiler_stats(struct profiler *p, uint64_t *out)
 	return 0;
 }
 
-/* What the BPF walk last saw at a code object's address (python_codes), for the naming of Python frames. */
-static bool python_code_seen(void *ctx, uint32_t tgid, uint64_t code, uint64_t *identity, uint32_t *generation)
-{
-	struct python_code_key key = { .tgid = tgid, .code = code };
-	struct python_code_seen seen;
-
-	if (bpf_map_lookup_elem((int)(intptr_t)ctx, &key, &seen))
-		return false;
-	*identity = seen.identity;
-	*generation = seen.generation;
-	return true;
-}
-
-static int on_process_event(void *arg, void *data, size_t size)
-{
-	const struct aperture_event *event = data;
-	struct profiler_sink *sink = arg;
-
-	if (size < sizeof(*event))
-		return 0;
-	if (event->type == EVENT_NEW_PROCESS) {
-		/* The maps first (a read and a few opens): a short-lived process may not wait for the tables. */
-		if (sink->sym)
-			symbolizer_track(sink->sym, event->tgid);	/* gone already: nothing to keep */
-		if (sink->unwinder)
-			unwinder_track(sink->unwinder, event->tgid);
-	} else if (event->type == EVENT_UNWIND_MISS) {
-		if (sink->unwinder)	/* a library loaded since: both need the new maps */
-			unwinder_track(sink->unwinder, event->tgid);
-		if (sink->sym)
-			symbolizer_track(sink->sym, event->tgid);
-	} else if (event->type == EVENT_PY_STACK) {
-		const struct aperture_py_event *py = data;
-
-		if (sink->sym && size >= sizeof(*py))
-			symbolizer_python_prefetch(sink->sym, py->hdr.tgid, (const uint64_t *)py->ips,
-						   py->depth < APERTURE_MAX_DEPTH ? py->depth : APERTURE_MAX_DEPTH);
-	} else if (sink->raw && size >= sizeof(struct aperture_raw_event))
-		sink->raw(data, sink->ctx);
-	return 0;
-}
-
-/*
- * Deletes the keys the hash map @fd (4-byte keys) holds now.  Collected
- * first: deleting the key a walk stands on starts it over, and programs keep
- * adding keys (a tgid added meanwhile is announced in the ring buffer anyway).
- */
-static void map_forget_all(int fd)
-{
-	uint32_t cap = map_max_entries(fd), n = 0, *keys = cap ? calloc_logged(cap, sizeof(*keys)) : NULL;
-	__u32 *prev = NULL;
-
-	while (keys && n < cap && bpf_map_get_next_key(fd, prev, &keys[n]) == 0)
-		prev = &keys[n++];
-	for (uint32_t i = 0; i < n; i++)
-		bpf_map_delete_elem(fd, &keys[i]);	/* ENOENT: the process exited meanwhile */
-	free(keys);
-}
-
-/*
- * A taken-over set's tables were built by a loader that is gone, at places
- * in the rows array this one does not know and will write over: each
- * process's table entry goes (its samples are walked by frame pointers and
- * marked, as before its first tables), and so does the list of processes
- * announced, so that each is announced again on its next event and this
- * loader reads its maps from /proc and builds its tables anew.  The files
- * go too: this loader numbers them anew.
- */
-static void forget_processes(struct profiler *p)
-{
-	map_forget_all(p->fd[MAP_UNWIND_PROCS]);
-	map_forget_all(p->fd[MAP_UNWIND_FILES]);
-	map_forget_all(p->fd[MAP_SEEN_TGIDS]);
-}
-
-int profiler_watch_processes(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym)
-{
-	return profiler_watch_events(p, rb, sym, NULL, NULL);
-}
-
-int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym,
-			  raw_event_fn fn, void *ctx)
-{
-	int err = 0;
-
-	if (!p->owns_shared)
-		return 0;	/* one ring buffer for the run: its owner reads it */
-	if (!p->sink)	/* kept until close: a ring buffer that has it may be polled again */
-		p->sink = calloc_logged(1, sizeof(*p->sink));
-	if (!p->sink)
-		return -ENOMEM;
-	if (p->pinned && !p->sink->rb)
-		forget_processes(p);
-	if (p->dwarf && !p->unwinder)
-		p->unwinder = unwinder_new(p->fd[MAP_UNWIND_ROWS], map_max_entries(p->fd[MAP_UNWIND_ROWS]),
-					   p->fd[MAP_UNWIND_PROCS], p->fd[MAP_UNWIND_FILES],
-					   map_max_entries(p->fd[MAP_UNWIND_FILES]));
-	if (p->unwinder && p->python) {
-		unwinder_set_python(p->unwinder, p->fd[MAP_PYTHON_PROCS]);
-		if (sym)
-			symbolizer_set_python_seen(sym, python_code_seen, (void *)(intptr_t)p->fd[MAP_PYTHON_CODES]);
-	}
-	*p->sink = (struct profiler_sink){ NULL, sym, p->unwinder, fn, ctx };
-	if (!*rb) {
-		*rb = ring_buffer__new(p->fd[MAP_EVENTS], on_process_event, p->sink, NULL);
-		if (!*rb)
-			err = -errno;
-	} else {
-		err = ring_buffer__add(*rb, p->fd[MAP_EVENTS], on_process_event, p->sink);
-	}
-	if (!err) {
-		p->sink->rb = *rb;
-		if (p->opts.shared)
-			p->opts.shared->events = *rb;
-	}
-	if (err)
-		log_warn("%s: no new-process notifications (%s): processes that exit early may stay "
-			 "unnamed", p->ops->name, strerror(-err));
-	return err;
-}
-
-void profiler_track(struct profiler *p, const uint32_t *pids, int npids)
-{
-	for (int i = 0; p->sink && i < npids; i++) {
-		if (p->sink->sym)
-			symbolizer_track(p->sink->sym, pids[i]);
-		if (p->sink->unwinder)
-			unwinder_track(p->sink->unwinder, pids[i]);
-	}
-}
-
 struct into_ctx {
 	struct profile *prof;
 	uint64_t lost_stacks;
@@ -917,10 +755,4 @@ void profiler_profile_init(const struct profiler *p, struct profile *prof, struc
 	prof->top_by_user_leaf = ops->top_by_user_leaf;
 	prof->period_type = ops->period_type;
 	prof->period = ops->period ? ops->period(p) : 1;
-}
-
-void profiler_unwind_report(const struct profiler *p, FILE *out)
-{
-	if (p->unwinder)
-		unwinder_report(p->unwinder, out);
 }

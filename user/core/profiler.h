@@ -29,7 +29,7 @@ enum map_slot {
 	MAP_SEEN_TGIDS,		/* shared */
 	MAP_EVENTS,		/* shared: the new-process ring buffer */
 	MAP_UNWIND_ROWS,	/* shared: the DWARF unwinding tables (bpf/unwind/unwind_tables.h), */
-	MAP_UNWIND_PROCS,	/* filled by the loader that watches processes (profiler_watch_events) */
+	MAP_UNWIND_PROCS,	/* filled by the loader that watches processes (run_watch_events) */
 	MAP_UNWIND_FILES,	/* shared: the files unwind_procs names, for the pinned iterator */
 	MAP_PYTHON_PROCS,	/* shared: each CPython process's walk parameters (bpf/unwind/python.bpf.h) */
 	MAP_PYTHON_CODES,	/* shared: code object generations, so a reused address is not misnamed */
@@ -50,21 +50,6 @@ struct map_slot_desc {
 };
 extern const struct map_slot_desc map_slots[MAP_SLOT_MAX];
 
-/*
- * Maps every profiler of one run shares, so that one control map steers them
- * all and one ring buffer announces processes.  The first profiler opened
- * creates them (and loads the one exec program); the owner closes the fds
- * (profiler_shared_close).
- */
-struct ring_buffer;
-struct profiler_shared {
-	int fd[MAP_SLOT_MAX];	/* shared slots only; -1 until created */
-	struct ring_buffer *events;	/* the owner's reader of MAP_EVENTS (profiler_watch_events), or NULL */
-};
-
-void profiler_shared_init(struct profiler_shared *shared);
-void profiler_shared_close(struct profiler_shared *shared);
-
 /* A kind's settings: its struct X_config, by ops->id in profiler_opts.config. */
 #define PROFILER_CONFIG_MAX 128
 /* Map sizes when profiler_opts leaves them 0. */
@@ -72,7 +57,6 @@ void profiler_shared_close(struct profiler_shared *shared);
 #define PROFILER_STACKS_DEFAULT 16384
 
 struct profiler_opts {
-	struct profiler_shared *shared;	/* NULL: this profiler's own control maps */
 	const uint32_t *pids;		/* target tgids, npids of them (0: all) */
 	int npids;
 	uint64_t cgroup_id;		/* 0: any */
@@ -116,6 +100,9 @@ struct profiler_option {
 
 struct profiler;
 struct changed_keys;
+struct run;
+struct raw_frames;
+struct profile_event;
 
 /* Called once per drained record; return non-zero to stop. */
 typedef int (*record_fn)(struct profiler *p, const struct raw_record *rec, void *ctx);
@@ -157,6 +144,16 @@ struct profiler_ops {
 	/* Optional: the loader's tick (record: every ~100 ms), for work that follows processes. */
 	void (*poll)(struct profiler *p);
 	int64_t (*period)(const struct profiler *p);	/* NULL: 1, every event counted */
+	/*
+	 * The raw events it sends to `record --events` (enum aperture_event_type,
+	 * 0: none), and the hook that makes one of them (@size bytes: struct
+	 * aperture_raw_event or its own longer one) a ProfileEvent record in @e
+	 * (user/core/profile_event.h), reading its stacks into @frames, whose comm
+	 * is the event's; false: not a record (too short).
+	 */
+	uint32_t raw_type;
+	bool (*raw_event)(struct profiler *p, const struct aperture_raw_event *ev, size_t size,
+			  struct raw_frames *frames, struct profile_event *e);
 
 	/* Opens and loads the skeleton: PROFILER_OPEN_SKEL(p, NAME). */
 	int (*open)(struct profiler *p, const struct profiler_opts *opts);
@@ -167,6 +164,7 @@ struct profiler_ops {
 /* State common to every profiler; ops->open fills it, the core uses it. */
 struct profiler {
 	const struct profiler_ops *ops;
+	struct run *run;		/* the maps and readers it shares with its run's others; NULL: its own */
 	struct profiler_opts opts;
 	void *skel;			/* owned by the ops; NULL when taken over from pins */
 	struct bpf_object *obj;		/* the skeleton's object */
@@ -177,15 +175,12 @@ struct profiler {
 	bool links_pinned;		/* close must leave the links attached */
 	int nlinks_pinned;		/* links[0 .. nlinks_pinned) have a pin (pin_new_links) */
 	int fd[MAP_SLOT_MAX];		/* see enum map_slot */
-	bool owns_shared;		/* created the run's shared maps: watches their ring buffer */
 	bool follows_children;		/* loaded the run's fork program (bpf/lib/control.bpf.h) */
 	int live;			/* MAP_COUNTS_0 + live is the live generation */
 	uint64_t drained_events;	/* sum of raw value 0 over all drains */
-	struct profiler_sink *sink;	/* who reads the ring buffer's records (owner only) */
 	bool dwarf;			/* user stacks by DWARF CFI where tables exist (opts.unwind resolved) */
 	bool fp_in_bpf;			/* frame-pointer walks by the BPF program, not bpf_get_stack() */
 	bool python;			/* CPython frames in user stacks (needs dwarf; --python) */
-	struct unwinder *unwinder;	/* builds the tables (owner, once it watches processes) */
 	struct stack_gc *gc;		/* opts.gc_stacks: made at the first flip */
 	bool gc_failed;			/* a pass failed: said once */
 };
@@ -206,8 +201,13 @@ extern const struct profiler_ops profiler_gpu;
 extern const struct profiler_ops *const profilers[];
 const struct profiler_ops *profiler_find(const char *name);
 
-/* Lifecycle, for callers: open (load), attach, snapshot..., close. */
-int profiler_open(struct profiler **out, const struct profiler_ops *ops, const struct profiler_opts *opts);
+/*
+ * Lifecycle, for callers: open (load), attach, snapshot..., close.  @run
+ * (run.h): the first profiler opened with it creates the shared maps, the
+ * others reuse them; NULL: maps of its own, read by nobody.
+ */
+int profiler_open(struct profiler **out, struct run *run, const struct profiler_ops *ops,
+		  const struct profiler_opts *opts);
 int profiler_attach(struct profiler *p);
 void profiler_close(struct profiler *p);
 
@@ -250,37 +250,10 @@ bool map_use(int fd, uint64_t *used, uint64_t *cap);
 /* Sums the per-CPU loss/activity counters into @out[STAT_MAX]. */
 int profiler_stats(struct profiler *p, uint64_t *out);
 
-/*
- * Reads @p's new-process notifications into *@rb (created when NULL, else
- * added to) and has @sym track each process announced, so that it is
- * symbolized even after it exits.  Poll *@rb with ring_buffer__poll().
- * Each flip reads what *@rb holds (see profiler_flip): *@rb must outlive
- * the flips of @p and of the profilers sharing its maps.
- */
-int profiler_watch_processes(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym);
-
-/* Receives the raw events (struct aperture_raw_event) of the ring buffer. */
-typedef void (*raw_event_fn)(const struct aperture_raw_event *ev, void *ctx);
+/* Receives the raw events (struct aperture_raw_event or a kind's longer one, @size bytes) of the ring buffer. */
+typedef void (*raw_event_fn)(const struct aperture_raw_event *ev, size_t size, void *ctx);
 /* Tests only: APERTURE_TEST_EVENTS_HOLD names a file that, while it exists, stops every read of the events ring. */
 bool events_held(void);
-
-/*
- * profiler_watch_processes, and the raw events to @fn: set opts.raw_events
- * for the BPF programs to send them, and poll then ring_buffer__consume()
- * (they are submitted without a wakeup).
- */
-int profiler_watch_events(struct profiler *p, struct ring_buffer **rb, struct symbolizer *sym,
-			  raw_event_fn fn, void *ctx);
-
-/*
- * After profiler_watch_events: reads the maps of these processes (tables,
- * symbols) now rather than at their first event, so that targets known from
- * the start have their tables before their first samples, or soon after.
- */
-void profiler_track(struct profiler *p, const uint32_t *pids, int npids);
-
-/* The DWARF unwinder's one-line report (nothing when it is off or not the owner). */
-void profiler_unwind_report(const struct profiler *p, FILE *out);
 
 /* Snapshot straight into a profile (symbolizing new stacks). */
 int profiler_snapshot_into(struct profiler *p, struct profile *prof);

@@ -18,8 +18,8 @@
 #include <bpf/libbpf.h>
 #include "gpu.h"
 #include "gpu.skel.h"
-#include "gpu_kernels.h"
 #include "gpu_probes.h"
+#include "profile_event.h"
 #include "profiler.h"
 #include "symbolize.h"
 #include "util.h"
@@ -194,7 +194,14 @@ static const char *sync_name(uint64_t which)
 	return which < sizeof(names) / sizeof(names[0]) ? names[which] : NULL;
 }
 
-char *gpu_object_label(const struct profiler *p, struct symbolizer *sym, uint32_t tgid, uint64_t object)
+/*
+ * The name of a GPU key's object (bpf/events/gpu.h) in process @tgid: the
+ * kernel's name, demangled ("matmul(float*, float*, float*, int)"; a runtime
+ * launch's host stub is looked up in @sym, which may be NULL), else
+ * "kernel@0xHANDLE"; "graph@0xHANDLE"; "cuCtxSynchronize" and the other
+ * synchronize calls.  Malloc'ed; NULL only when out of memory.
+ */
+static char *gpu_object_label(const struct profiler *p, struct symbolizer *sym, uint32_t tgid, uint64_t object)
 {
 	uint64_t handle = GPU_OBJECT_HANDLE(object);
 	char *label = NULL;
@@ -366,6 +373,25 @@ static const struct profiler_option gpu_options[] = {
 	{ NULL },
 };
 
+/*
+ * --gpu-events: one launch (its own longer struct, bpf/events/gpu.h): the
+ * kernel's name (owned by @f until written), the launch call's time, the dims.
+ */
+static bool gpu_raw_event(struct profiler *p, const struct aperture_raw_event *ev, size_t size,
+			  struct raw_frames *f, struct profile_event *e)
+{
+	const struct gpu_raw_event *launch = (const struct gpu_raw_event *)ev;
+
+	if (size < sizeof(*launch))
+		return false;
+	e->kind = PE_GPU_KERNEL;
+	e->gpu.kernel_name = f->owned = gpu_object_label(p, f->sym, ev->hdr.tgid, ev->object);
+	e->gpu.duration_ns = ev->duration_ns;	/* the launch call on the CPU, not GPU execution */
+	memcpy(e->gpu.grid_size, launch->grid, sizeof(e->gpu.grid_size));
+	memcpy(e->gpu.block_size, launch->block, sizeof(e->gpu.block_size));
+	return true;
+}
+
 const struct profiler_ops profiler_gpu = {
 	.name = "gpu",
 	.id = PROFILER_GPU,
@@ -385,6 +411,8 @@ const struct profiler_ops profiler_gpu = {
 	.period_type = { "launches", "count" },
 	.to_values = gpu_to_values,
 	.object_name = gpu_object_name,
+	.raw_type = EVENT_GPU_KERNEL,
+	.raw_event = gpu_raw_event,
 	.on_record = gpu_on_record,
 	.report = gpu_report,
 	.poll = gpu_poll,

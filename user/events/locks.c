@@ -20,6 +20,7 @@
 #include "locks.h"
 #include "locks.skel.h"
 #include "procmaps.h"
+#include "profile_event.h"
 #include "profiler.h"
 #include "settings.h"
 #include "util.h"
@@ -487,6 +488,24 @@ static const struct profiler_option locks_options[] = {
 	{ NULL },
 };
 
+/* --lock-threshold-us: one wait; one stack, leaf first: the kernel's frames (kernel locks), then the user's. */
+static bool locks_raw_event(struct profiler *p, const struct aperture_raw_event *ev, size_t size,
+			    struct raw_frames *f, struct profile_event *e)
+{
+	int at = raw_frames_add(f, p, ev->hdr.tgid, ev->kernel_stack_id, true);
+
+	(void)size;	/* the common struct, which the ring buffer's reader checked */
+	raw_frames_add(f, p, ev->hdr.tgid, ev->user_stack_id, false);
+	e->kind = PE_LOCK;
+	e->lock.lock_addr = ev->object;
+	e->lock.hold_time_ns = ev->hold_ns;	/* --lock-hold; else 0: not measured */
+	e->lock.wait_time_ns = ev->duration_ns;
+	e->lock.stack_trace = raw_frames_ips(f, at);
+	e->lock.stack_symbols = raw_frames_names(f, at);
+	e->lock.comm = f->comm;
+	return true;
+}
+
 const struct profiler_ops profiler_locks = {
 	.name = "locks",
 	.id = PROFILER_LOCKS,
@@ -508,6 +527,8 @@ const struct profiler_ops profiler_locks = {
 	.period_type = { "contentions", "count" },
 	.to_values = locks_to_values,
 	.object_name = locks_object_name,
+	.raw_type = EVENT_LOCK,
+	.raw_event = locks_raw_event,
 	.open = locks_open,
 	.attach = locks_attach,
 	.close = locks_close,

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "oncpu.h"
 #include "oncpu.skel.h"
+#include "profile_event.h"
 #include "profiler.h"
 #include "settings.h"
 #include "util.h"
@@ -138,6 +139,25 @@ static const struct profiler_option oncpu_options[] = {
 	{ NULL },
 };
 
+/* --raw-samples: one sample, its user stack then its kernel stack, each leaf first. */
+static bool oncpu_raw_event(struct profiler *p, const struct aperture_raw_event *ev, size_t size,
+			    struct raw_frames *f, struct profile_event *e)
+{
+	int user = raw_frames_add(f, p, ev->hdr.tgid, ev->user_stack_id, false);
+	int kernel;
+
+	(void)size;	/* the common struct, which the ring buffer's reader checked */
+	e->kind = PE_CPU_SAMPLE;
+	e->cpu.cpu_id = ev->cpu;
+	e->cpu.user_stack = raw_frames_ips(f, user);
+	e->cpu.user_stack_symbols = raw_frames_names(f, user);
+	kernel = raw_frames_add(f, p, ev->hdr.tgid, ev->kernel_stack_id, true);
+	e->cpu.kernel_stack = raw_frames_ips(f, kernel);
+	e->cpu.kernel_stack_symbols = raw_frames_names(f, kernel);
+	e->cpu.comm = f->comm;
+	return true;
+}
+
 const struct profiler_ops profiler_oncpu = {
 	.name = "oncpu",
 	.id = PROFILER_ONCPU,
@@ -159,6 +179,8 @@ const struct profiler_ops profiler_oncpu = {
 	.period_type = { "cpu", "nanoseconds" },
 	.to_values = oncpu_to_values,
 	.period = oncpu_period,
+	.raw_type = EVENT_CPU_SAMPLE,
+	.raw_event = oncpu_raw_event,
 	.open = oncpu_open,
 	.attach = oncpu_attach,
 	.close = oncpu_close,

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
+#include "profile_event.h"
 #include "profiler.h"
 #include "syscall_names.h"
 #include "syscalls.h"
@@ -301,6 +302,20 @@ static const struct profiler_option syscalls_options[] = {
 	{ NULL },
 };
 
+/* --syscall-threshold-us: one slow call (no stacks). */
+static bool syscalls_raw_event(struct profiler *p, const struct aperture_raw_event *ev, size_t size,
+			       struct raw_frames *f, struct profile_event *e)
+{
+	(void)p;
+	(void)size;	/* the common struct, which the ring buffer's reader checked */
+	e->kind = PE_SYSCALL;
+	e->sys.syscall_id = (uint32_t)ev->object;
+	e->sys.duration_ns = ev->duration_ns;
+	e->sys.return_value = ev->ret;
+	e->sys.comm = f->comm;
+	return true;
+}
+
 const struct profiler_ops profiler_syscalls = {
 	.name = "syscalls",
 	.id = PROFILER_SYSCALLS,
@@ -320,6 +335,8 @@ const struct profiler_ops profiler_syscalls = {
 	.period_type = { "calls", "count" },
 	.to_values = syscalls_to_values,
 	.object_name = syscalls_object_name,
+	.raw_type = EVENT_SYSCALL,
+	.raw_event = syscalls_raw_event,
 	.on_record = syscalls_on_record,
 	.report = syscalls_report,
 	.open = syscalls_open,

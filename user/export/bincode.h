@@ -12,7 +12,8 @@
  *               u8 0 (None) or u8 1 + String;  (u32, u32, u32) = its members
  *
  * One table of fields per variant (bincode.c) drives the writer, the reader
- * and the JSON printer, so that the three cannot disagree.
+ * and the JSON printer, so that the three cannot disagree.  The variants'
+ * structs are in user/core/profile_event.h, which the kinds fill.
  */
 #ifndef BINCODE_H
 #define BINCODE_H
@@ -21,71 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-
-/* The variant tags: declaration order of `enum ProfileEvent`. */
-enum pe_kind {
-	PE_CPU_SAMPLE = 0,
-	PE_LOCK = 1,
-	PE_SYSCALL = 2,
-	PE_GPU_KERNEL = 3,
-	PE_KINDS,
-};
-
-struct pe_u64s {		/* Vec<u64> (StackTrace) */
-	uint64_t *v;
-	uint64_t n;
-};
-
-struct pe_syms {		/* Vec<Option<String>>: v[i] NULL is None */
-	char **v;
-	uint64_t n;
-};
-
-/* The seed's structs, field for field, in declaration order. */
-struct pe_cpu_sample {
-	uint64_t timestamp;	/* ns since boot (CLOCK_MONOTONIC) */
-	int32_t pid, tid;
-	uint32_t cpu_id;
-	struct pe_u64s user_stack, kernel_stack;	/* leaf first */
-	char *comm;
-	struct pe_syms user_stack_symbols, kernel_stack_symbols;
-};
-
-struct pe_lock {
-	uint64_t timestamp;
-	int32_t pid, tid;
-	uint64_t lock_addr, hold_time_ns, wait_time_ns;
-	struct pe_u64s stack_trace;
-	char *comm;
-	struct pe_syms stack_symbols;
-};
-
-struct pe_syscall {
-	uint64_t timestamp;
-	int32_t pid, tid;
-	uint32_t syscall_id;
-	uint64_t duration_ns;
-	int64_t return_value;
-	char *comm;
-};
-
-struct pe_gpu_kernel {
-	uint64_t timestamp;
-	int32_t pid;
-	char *kernel_name;
-	uint64_t duration_ns;
-	uint32_t grid_size[3], block_size[3];
-};
-
-struct profile_event {
-	uint32_t kind;		/* enum pe_kind */
-	union {
-		struct pe_cpu_sample cpu;
-		struct pe_lock lock;
-		struct pe_syscall sys;
-		struct pe_gpu_kernel gpu;
-	};
-};
+#include "profile_event.h"
 
 /* "CpuSample", "Lock", "Syscall", "GpuKernel"; "?" out of range. */
 const char *pe_kind_name(uint32_t kind);

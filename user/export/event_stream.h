@@ -8,6 +8,7 @@
 #ifndef EVENT_STREAM_H
 #define EVENT_STREAM_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "aperture.h"
 
@@ -19,8 +20,8 @@ struct event_stream;
 struct event_stream *event_stream_open(const char *path, struct symbolizer *sym);
 /* The profiler whose stacks map a kind's event ids point into. */
 void event_stream_add_profiler(struct event_stream *s, struct profiler *p);
-/* A raw_event_fn (profiler_watch_events): writes one record. */
-void event_stream_raw(const struct aperture_raw_event *ev, void *stream);
+/* A raw_event_fn (run_watch_events): writes one record. */
+void event_stream_raw(const struct aperture_raw_event *ev, size_t size, void *stream);
 void event_stream_flush(struct event_stream *s);
 /*
  * Closes the file and prints one line: records written per kind, and the

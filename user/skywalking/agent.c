@@ -25,9 +25,11 @@
 
 static void consume_events(struct agent *a)
 {
+	if (a->run.events)	/* --pin */
+		ring_buffer__consume(a->run.events);
 	for (int k = 0; k < PROFILER_MAX; k++)
-		if (a->prof[k].events)
-			ring_buffer__consume(a->prof[k].events);
+		if (a->prof[k].run.events)
+			ring_buffer__consume(a->prof[k].run.events);
 }
 
 /*
@@ -151,8 +153,7 @@ static void agent_free(struct agent *a)
 {
 	for (int k = 0; k < PROFILER_MAX; k++)
 		prof_close(&a->prof[k]);
-	if (a->o.pin_dir)
-		profiler_shared_close(&a->shared);
+	run_close(&a->run);
 	while (a->spool.head)
 		spool_pop(&a->spool);	/* their ledger files stay: sent at the next start */
 	ledger_close(&a->ledger);
@@ -191,7 +192,9 @@ int agent_main(int argc, char **argv)
 	struct agent a = { .argc = argc, .argv = argv };
 	int err;
 
-	profiler_shared_init(&a.shared);
+	run_init(&a.run);
+	for (int k = 0; k < PROFILER_MAX; k++)
+		run_init(&a.prof[k].run);
 	a.ledger.dir_fd = a.ledger.lock_fd = -1;	/* closed by agent_free, opened or not */
 	err = parse_args(&a.o, argc, argv);
 	if (err)

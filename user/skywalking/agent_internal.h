@@ -26,6 +26,7 @@
 #include <arpa/inet.h>
 #include "grpc.h"
 #include "profiler.h"
+#include "run.h"
 #include "skywalking.h"
 #include "util.h"
 
@@ -118,7 +119,7 @@ enum oap_call { CALL_REPORT, CALL_KEEPALIVE, CALL_QUERY, CALL_COLLECT, CALL_COUN
 struct agent_prof {
 	const struct profiler_ops *ops;
 	struct profiler *p;
-	struct ring_buffer *events;
+	struct run run;			/* unpinned: its own maps and events, while it is loaded */
 	uint32_t *pids;			/* p->opts.pids points here */
 };
 
@@ -165,7 +166,7 @@ struct agent {
 	uint64_t refused[REFUSED_COUNT];	/* by enum oap_refusal */
 	unsigned int refused_said;	/* bit per enum oap_refusal: warned once */
 	struct agent_prof prof[PROFILER_MAX];	/* by profiler id; ops NULL: no SkyWalking target */
-	struct profiler_shared shared;	/* --pin: one control map, one target set */
+	struct run run;			/* --pin: one control map, one target set, one events reader */
 	struct spool spool;
 	struct ledger ledger;
 	int64_t latest_update_ms;

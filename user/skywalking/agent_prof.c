@@ -13,10 +13,9 @@
 
 void prof_close(struct agent_prof *ap)
 {
-	ring_buffer__free(ap->events);
-	ap->events = NULL;
 	profiler_close(ap->p);
 	ap->p = NULL;
+	run_close(&ap->run);
 	free(ap->pids);
 	ap->pids = NULL;
 }
@@ -29,11 +28,11 @@ static int prof_open(struct agent *a, struct agent_prof *ap, uint32_t *pids, int
 	opts.pids = pids;
 	opts.npids = npids;
 	ap->pids = pids;
-	err = profiler_open(&ap->p, ap->ops, &opts);
+	err = profiler_open(&ap->p, &ap->run, ap->ops, &opts);
 	if (!err)
 		err = profiler_attach(ap->p);
 	if (!err)
-		profiler_watch_processes(ap->p, &ap->events, a->sym);	/* degrades, logged */
+		run_watch_events(&ap->run, a->sym, NULL, NULL);	/* degrades, logged */
 	if (err)
 		prof_close(ap);
 	return err;
@@ -118,27 +117,24 @@ int open_pinned(struct agent *a)
 	struct profiler *profs[PROFILER_MAX];
 	int err, n = 0;
 
-	opts.shared = &a->shared;
 	opts.keep_totals = true;
 	opts.targets_only = true;
 	opts.disabled = true;
 	for (int k = 0; k < PROFILER_MAX; k++)
 		if (a->prof[k].ops)
 			ops[n++] = a->prof[k].ops;
-	err = pin_start(a->o.pin_dir, ops, n, &opts, profs, NULL, NULL);
+	err = pin_start(a->o.pin_dir, &a->run, ops, n, &opts, profs, NULL, NULL);
 	/* Stored first, so that agent_free closes every one even after a failure below. */
 	for (int i = 0; i < n && !err; i++)
 		a->prof[ops[i]->id].p = profs[i];
 	for (int i = 0; i < n && !err; i++) {
-		struct agent_prof *ap = &a->prof[ops[i]->id];
-
 		/*
 		 * A taken-over profiler still runs its last tasks' filter: it becomes
 		 * that of the tasks restored from the ledger (none: idle), without a
 		 * gap in between.
 		 */
 		reconfigure(a, ops[i]->id);
-		profiler_watch_processes(ap->p, &ap->events, a->sym);	/* degrades, logged */
+		run_watch_events(&a->run, a->sym, NULL, NULL);	/* the first: the run's reader; degrades, logged */
 	}
 	return err;
 }
