@@ -133,21 +133,23 @@ struct symbolizer {
 	bool kernel_tried, ksyms_ok;
 	struct sym_mapping *kernel_map;
 	struct pyframes *py;		/* CPython code objects' names */
+	size_t cache_limit;		/* bytes, kept at each trim */
+	bool demangle;
 };
 
-static size_t cache_limit = CACHE_LIMIT_DEFAULT;
-
-void symbolizer_set_cache_limit(size_t bytes)
+void symbolizer_apply(struct symbolizer *sym, const struct symbolizer_settings *settings)
 {
-	cache_limit = bytes;
+	sym->cache_limit = settings && settings->cache_limit ? settings->cache_limit : CACHE_LIMIT_DEFAULT;
+	sym->demangle = !settings || !settings->no_demangle;
 }
 
-struct symbolizer *symbolizer_new(void)
+struct symbolizer *symbolizer_new(const struct symbolizer_settings *settings)
 {
 	struct symbolizer *sym = calloc_logged(1, sizeof(*sym));
 
 	if (!sym)
 		return NULL;
+	symbolizer_apply(sym, settings);
 	strintern_init(&sym->names, MAX_NAME_BYTES);
 	sym->py = pyframes_new();
 	return sym;
@@ -230,21 +232,14 @@ static void frame_name(struct symbolizer *sym, struct sym_frame *out)
 		out->name = out->mapping->name;	/* over the name budget: still never NULL */
 }
 
-static bool demangle_names = true;
-
-void symbolizer_demangle(bool on)
-{
-	demangle_names = on;
-}
-
 /*
  * C++ (_Z...) and Rust (_R..., and legacy _ZN...17h<hash>E) names as people
  * write them, with C++ parameter types so that overloads stay apart.
  * libiberty's demangler, the one binutils and gdb use.
  */
-char *symbolizer_demangle_name(const char *name)
+char *symbolizer_demangle_name(const struct symbolizer *sym, const char *name)
 {
-	if (!demangle_names || !name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+	if ((sym && !sym->demangle) || !name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
 		return NULL;
 	return cplus_demangle(name, DMGL_AUTO | DMGL_PARAMS | DMGL_ANSI);
 }
@@ -252,7 +247,7 @@ char *symbolizer_demangle_name(const char *name)
 static void frame_demangle(struct symbolizer *sym, struct sym_frame *out)
 {
 	const char *plain_interned;
-	char *plain = symbolizer_demangle_name(out->function);
+	char *plain = symbolizer_demangle_name(sym, out->function);
 
 	if (!plain)
 		return;	/* not a mangled name, or demangling is off */
@@ -1190,17 +1185,17 @@ static void shrink(struct symbolizer *sym)
 	size_t nfiles = sym->nfiles;
 	struct elf_file **files = files_by_age(sym);
 
-	for (size_t i = 0; files && i < nfiles && cache_bytes(sym) > cache_limit; i++) {
+	for (size_t i = 0; files && i < nfiles && cache_bytes(sym) > sym->cache_limit; i++) {
 		if (!files[i]->refs) {
 			file_drop(sym, files[i]);
 			files[i] = NULL;
 		}
 	}
-	for (size_t i = 0; files && i < nfiles && cache_bytes(sym) > cache_limit; i++)
+	for (size_t i = 0; files && i < nfiles && cache_bytes(sym) > sym->cache_limit; i++)
 		if (files[i])
 			file_unload(sym, files[i]);
 	free(files);
-	while (sym->nprocs && cache_bytes(sym) > cache_limit)
+	while (sym->nprocs && cache_bytes(sym) > sym->cache_limit)
 		proc_evict_one(sym);
 }
 
@@ -1210,14 +1205,14 @@ void symbolizer_trim(struct symbolizer *sym)
 		return;
 	release_handed_out(sym);
 	forget_exited(sym);
-	if (cache_bytes(sym) > cache_limit)
+	if (cache_bytes(sym) > sym->cache_limit)
 		shrink(sym);
 }
 
 void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out)
 {
 	*out = (struct sym_usage){
-		.bytes = cache_bytes(sym), .limit = cache_limit,
+		.bytes = cache_bytes(sym), .limit = sym->cache_limit,
 		.procs = sym->nprocs, .procs_max = MAX_PROCS,
 		.files = sym->nfiles, .files_max = MAX_FILES,
 		.files_dropped = sym->files_dropped, .tables_unloaded = sym->tables_unloaded,
