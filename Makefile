@@ -76,7 +76,7 @@ LDFLAGS    += $(HARDEN_LDFLAGS)
 # option parsing and config file, the kernel probes run once at start, pinning, and the SVG
 # written once at the end.  Sampling, symbolization, unwinding and pprof encoding stay -O2.
 $(BUILD)/user/cmd/%.o $(BUILD)/user/skywalking/%.o: CFLAGS += -Os
-$(addprefix $(BUILD)/user/,lib/cli.o lib/config.o core/kernel_features.o core/pin.o export/export_svg.o): CFLAGS += -Os
+$(addprefix $(BUILD)/user/,cli/cli.o cli/config.o lib/numparse.o core/kernel_features.o core/pin.o export/export_svg.o): CFLAGS += -Os
 # Plain code: the linker must see these definitions as they are, before the libraries.
 $(TRIM_OBJ): CFLAGS += -fno-lto
 AR         := gcc-ar

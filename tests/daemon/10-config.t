@@ -3,7 +3,7 @@
 # aperture run --config FILE: the format, flags over the file, --check-config,
 # one FILE:LINE line for a bad key or value, --log-format json, and SIGHUP:
 # targets and filters applied live, restart keys named, a bad file refused,
-# the pinned totals kept.
+# the pinned totals kept; the symbolizer's cache limit given and reloaded.
 . "$(dirname "$0")/../lib.sh"
 require_root
 require_aperture
@@ -126,4 +126,20 @@ kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null; rc=$?
 is "SIGTERM: exit 0" "$rc" 0
 "$APERTURE" run --unpin --pin "$DIR" >/dev/null 2>&1
 ok "unpinned" test ! -e "$DIR"
+
+# 5. The symbolizer's settings: symbol-cache-mb given to it at the start, a SIGHUP's new value
+# applied live (the stats line, every interval, says the limit).
+# wait_line RE FILE: up to 10 s (scaled) for a line matching RE.
+wait_line() { for ((i = 0; i < 100 * TEST_SCALE; i++)); do grep -Eq "$1" "$2" && return 0; sleep 0.1; done; return 1; }
+mkdir -m 700 "$TMP/out5"
+printf 'pin = %s\nprofilers = oncpu\noutput-dir = %s\ninterval = 1s\nsymbol-cache-mb = 8\n' "$DIR" "$TMP/out5" >"$CONF"
+"$APERTURE" run --config "$CONF" 2>"$TMP/sym.err" &
+DAEMON=$!; _bg_pids+=("$DAEMON")
+ok "symbol-cache-mb = 8: the symbol cache's limit is 8192 KiB" wait_line 'symbols [0-9]+/8192 KiB' "$TMP/sym.err"
+sed -i 's/^symbol-cache-mb = 8$/symbol-cache-mb = 16/' "$CONF"
+kill -HUP "$DAEMON"
+ok "SIGHUP, symbol-cache-mb = 16: 16384 KiB from then on" wait_line 'symbols [0-9]+/16384 KiB' "$TMP/sym.err"
+kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null; rc=$?
+is "  SIGTERM: exit 0" "$rc" 0
+"$APERTURE" run --unpin --pin "$DIR" >/dev/null 2>&1
 done_testing

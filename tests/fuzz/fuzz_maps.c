@@ -34,7 +34,7 @@ static void lookup(struct symbolizer *sym, struct proc *p, uint64_t addr)
 
 static void symbolizer_maps(FILE *f)
 {
-	struct symbolizer *sym = symbolizer_new();
+	struct symbolizer *sym = symbolizer_new(NULL);
 	struct proc p = { .tgid = 0 };
 	struct proc_map *again;
 	size_t nagain;

@@ -27,7 +27,7 @@ fi
 # stands for any name (bpf/events/X.bpf.c), {a,b} for both; a path may also be relative to the
 # file's folder (tests/*.mk name tools/X.c for tests/tools/X.c).  Not checked: build outputs (*.o,
 # tests/build/, bench/build/), patterns the file itself writes with a *, tools/folder-map.sh (it
-# describes folders ahead of their move) and this file.
+# describes folders ahead of their move), this file and layers.t (it plants a user/newroom/).
 # Paths of other projects named in a comment, as FILE:PATH:
 FOREIGN='user/skywalking/agent_opts.c:bpf/profiling/offcpu.c'	# SkyWalking Rover's
 TOPS='bpf|user|proto|tools|tests|bench|vmlinux|\.ci'
@@ -36,7 +36,7 @@ SUBS=$(cd user && ls -d */ ../bpf/*/ | sed 's|^\.\./bpf/||; s|/$||' | sort -u | 
 # named_paths: "FILE<TAB>LINE<TAB>PATH" for each path the README and the sources name
 named_paths() {
 	git ls-files --cached --others --exclude-standard |
-		grep -v -e '^tests/fuzz/corpus/' -e '^vmlinux/vmlinux\.h$' -e '^tools/folder-map\.sh$' -e '^tests/unit/readme\.t$' |
+		grep -v -e '^tests/fuzz/corpus/' -e '^vmlinux/vmlinux\.h$' -e '^tools/folder-map\.sh$' -e '^tests/unit/readme\.t$' -e '^tests/unit/layers\.t$' |
 		grep -E '(^|/)(Makefile|[^/.]+)$|\.(md|c|h|cc|sh|t|mk|py|proto|options|service|supp|java)$' |
 		while IFS= read -r f; do [ -f "$f" ] && printf '%s\0' "$f"; done |
 		xargs -0 grep -noE "(^|[^A-Za-z0-9_./\$<-])(\\\$TOP/|\\\$ROOT/|\\\$\\{TOP\\}/)?($TOPS|$SUBS)/[A-Za-z0-9_.{},*/-]*" /dev/null |

@@ -7,7 +7,7 @@
  *   kernel ADDR          -> "kernel ADDR ..." (same fields)
  *   kill PID             -> SIGKILL, then waits until it is a zombie or gone
  *   mappings             -> one "mapping ID kernel=K name=.. build_id=.. path=.." line each
- *   limit BYTES          -> the cache limit (symbolizer_set_cache_limit), no output
+ *   limit BYTES          -> the cache limit (symbolizer_apply), no output
  *   trim                 -> symbolizer_trim, then "trim bytes=N procs=N files=N
  *                           procs_dropped=N files_dropped=N tables_unloaded=N"
  * Fields are tab-separated so names may hold spaces.
@@ -100,7 +100,8 @@ static int run_op(struct symbolizer *sym, int argc, char **argv, int i)
 	if (!strcmp(op, "limit")) {
 		if (need(i, 1, argc, op))
 			return -1;
-		symbolizer_set_cache_limit((size_t)strtoull(argv[i + 1], NULL, 0));
+		symbolizer_apply(sym, &(struct symbolizer_settings){
+					.cache_limit = (size_t)strtoull(argv[i + 1], NULL, 0) });
 		return 1;
 	}
 	if (!strcmp(op, "track") || !strcmp(op, "kill") || !strcmp(op, "kernel")) {
@@ -133,7 +134,7 @@ static int run_op(struct symbolizer *sym, int argc, char **argv, int i)
 
 int main(int argc, char **argv)
 {
-	struct symbolizer *sym = symbolizer_new();
+	struct symbolizer *sym = symbolizer_new(NULL);
 	int i, used, rc = 0;
 
 	if (!sym)

@@ -150,7 +150,7 @@ static bool parse_interval(const char *arg, uint64_t *seconds)
 		len--;
 	}
 	snprintf(number, sizeof(number), "%.*s", (int)len, arg);
-	if (!cli_parse_u64("--interval", number, 1, 86400 / unit, seconds))
+	if (!parse_u64("--interval", number, 1, 86400 / unit, seconds))
 		return false;
 	*seconds *= unit;
 	return true;
@@ -172,9 +172,9 @@ static bool daemon_option(struct daemon_opts *o, int c, const char *arg)
 	case OPT_INTERVAL:
 		return parse_interval(arg, &o->interval_s);
 	case OPT_KEEP_FILES:
-		return cli_parse_u64("--keep-files", arg, 0, 1000000, &o->keep_files);
+		return parse_u64("--keep-files", arg, 0, 1000000, &o->keep_files);
 	case OPT_KEEP_MB:
-		return cli_parse_u64("--keep-mb", arg, 0, 1u << 30, &o->keep_mb);
+		return parse_u64("--keep-mb", arg, 0, 1u << 30, &o->keep_mb);
 	}
 	return false;
 }
@@ -460,6 +460,8 @@ static int apply_live(struct daemon_run *run)
 	}
 	run->out.keep_files = run->o.keep_files;
 	run->out.keep_bytes = run->o.keep_mb << 20;
+	if (run->sym)
+		symbolizer_apply(run->sym, &run->o.prof.symbols);
 	return 0;
 }
 
@@ -549,7 +551,7 @@ static int daemon_start(struct daemon_run *run)
 			return err;
 		run->out.keep_files = o->keep_files;
 		run->out.keep_bytes = o->keep_mb << 20;
-		run->sym = symbolizer_new();
+		run->sym = symbolizer_new(&o->prof.symbols);
 		if (!run->sym)
 			return -ENOMEM;
 	}

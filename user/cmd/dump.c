@@ -226,7 +226,7 @@ int dump_main(int argc, char **argv)
 	err = kallsyms_load_printk(&d.ksyms, "/proc/kallsyms");
 	if (err)
 		log_warn("kernel frames stay hex: /proc/kallsyms: %s", strerror(-err));
-	d.sym = symbolize ? symbolizer_new() : NULL;
+	d.sym = symbolize ? symbolizer_new(NULL) : NULL;
 	err = symbolize && !d.sym ? -ENOMEM : 0;
 	for (int i = 0; i < n && !err; i++)
 		err = dump_one(&d, dir, ops[i]);

@@ -152,7 +152,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 			continue;
 		switch (c) {
 		case 'd':
-			if (!cli_parse_u64("-d", optarg, 1, 365ull * 86400, &o->duration_s))
+			if (!parse_u64("-d", optarg, 1, 365ull * 86400, &o->duration_s))
 				return EXIT_USAGE;
 			break;
 		case OPT_WEIGHT:
@@ -183,11 +183,11 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 			break;
 		case OPT_JVM_PERFMAP:
 			o->jvm_perfmap_s = JVM_PERFMAP_DEFAULT_S;
-			if (optarg && !cli_parse_u64("--jvm-perfmap", optarg, 1, 3600, &o->jvm_perfmap_s))
+			if (optarg && !parse_u64("--jvm-perfmap", optarg, 1, 3600, &o->jvm_perfmap_s))
 				return EXIT_USAGE;
 			break;
 		case OPT_TOP:
-			if (!cli_parse_u64("--top", optarg, 0, 100000, &o->top))
+			if (!parse_u64("--top", optarg, 0, 100000, &o->top))
 				return EXIT_USAGE;
 			break;
 		case 'v':
@@ -753,7 +753,7 @@ int record_main(int argc, char **argv)
 		return EXIT_RUNTIME;
 	cli_libbpf_logging();
 	cli_install_signals();
-	run.sym = symbolizer_new();
+	run.sym = symbolizer_new(&o->prof.symbols);
 	if (!run.sym)
 		return EXIT_RUNTIME;
 	if (o->command && spawn_command(&run)) {

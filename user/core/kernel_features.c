@@ -18,6 +18,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "kernel_features.h"
+#include "procmaps.h"
 #include "safe_open.h"
 #include "aperture.h"
 #include "iter.skel.h"
@@ -323,19 +324,28 @@ __attribute__((noinline, used)) int features_uprobe_target(int x)
 	return x + 1;
 }
 
+/* The file offset of the address at *@ctx, into *@ctx, once a mapping holds it (1). */
+static int offset_line(const struct maps_line *m, void *ctx)
+{
+	uint64_t *addr = ctx;
+
+	if (*addr < m->start || *addr >= m->end)
+		return 0;
+	*addr = *addr - m->start + m->offset;
+	return 1;
+}
+
 /* File offset of @addr in the mapping of this executable that holds it. */
 static long self_file_offset(uintptr_t addr)
 {
-	unsigned long start, end, pgoff;
-	char line[512];
+	uint64_t at = addr;
 	long off = -1;
 	FILE *f = fopen("/proc/self/maps", "re");
 
 	if (!f)
 		return -1;
-	while (off < 0 && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%lx-%lx %*s %lx", &start, &end, &pgoff) == 3 && addr >= start && addr < end)
-			off = (long)(addr - start + pgoff);
+	if (maps_each(f, offset_line, &at) == 1)
+		off = (long)at;
 	fclose(f);
 	return off;
 }

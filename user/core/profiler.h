@@ -14,6 +14,7 @@
 #include "profile.h"
 #include "kernel_features.h"
 #include "stackgc.h"
+#include "symbolize.h"
 #include "unwinder.h"
 
 struct bpf_link;
@@ -75,6 +76,7 @@ struct profiler_opts {
 	bool python_off;		/* --python off: no CPython frames in stacks */
 	uint32_t unwind_rows;		/* rows map size (0: UNWIND_ROWS_DEFAULT) */
 	uint32_t kinds;			/* (1 << ops->id) of each profiler named on the command line */
+	struct symbolizer_settings symbols;	/* --symbol-cache-mb, --no-demangle: for symbolizer_new() */
 	/* Each kind's struct X_config, written to its NAME_config map. */
 	uint64_t config[PROFILER_MAX][PROFILER_CONFIG_MAX / 8];
 };

@@ -146,8 +146,8 @@ static void gpu_on_record(struct profiler *p, const struct raw_record *rec)
 	d->block = block;
 }
 
-/* The kernel name @handle of @tgid got from the driver, demangled; NULL when unknown. */
-static char *kernel_name(const struct profiler *p, uint32_t tgid, uint64_t handle)
+/* The kernel name @handle of @tgid got from the driver, demangled as @sym does; NULL when unknown. */
+static char *kernel_name(const struct profiler *p, const struct symbolizer *sym, uint32_t tgid, uint64_t handle)
 {
 	struct gpu_name_key key = { .tgid = tgid, .handle = handle };
 	struct gpu_name name;
@@ -157,7 +157,7 @@ static char *kernel_name(const struct profiler *p, uint32_t tgid, uint64_t handl
 	if (!skel || bpf_map_lookup_elem(bpf_map__fd(skel->maps.gpu_names), &key, &name))
 		return NULL;
 	name.name[GPU_NAME_LEN - 1] = 0;	/* a longer name was cut there */
-	plain = symbolizer_demangle_name(name.name);
+	plain = symbolizer_demangle_name(sym, name.name);
 	return plain ?: strdup(name.name);
 }
 
@@ -170,7 +170,7 @@ static char *runtime_kernel_name(const struct profiler *p, struct symbolizer *sy
 				 uint64_t handle)
 {
 	struct sym_frame frame;
-	char *name = kernel_name(p, tgid, handle);
+	char *name = kernel_name(p, sym, tgid, handle);
 
 	if (name || !sym)
 		return name;
@@ -208,7 +208,7 @@ static char *gpu_object_label(const struct profiler *p, struct symbolizer *sym, 
 
 	switch (GPU_OBJECT_KIND(object)) {
 	case GPU_OBJ_KERNEL:
-		label = kernel_name(p, tgid, handle);
+		label = kernel_name(p, sym, tgid, handle);
 		break;
 	case GPU_OBJ_RUNTIME:
 		label = runtime_kernel_name(p, sym, tgid, handle);

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "cli.h"
+#include "numparse.h"
 #include "datasym.h"
 #include "locks.h"
 #include "locks.skel.h"
@@ -447,14 +447,14 @@ static bool parse_min_wait(const char *arg, void *config)
 {
 	struct locks_config *cfg = config;
 
-	return cli_parse_us_as_ns("--lock-min-us", arg, 0, &cfg->min_wait_ns);
+	return parse_us_as_ns("--lock-min-us", arg, 0, &cfg->min_wait_ns);
 }
 
 static bool parse_threshold(const char *arg, void *config)
 {
 	struct locks_config *cfg = config;
 
-	return cli_parse_us_as_ns("--lock-threshold-us", arg, 1, &cfg->raw_min_ns);
+	return parse_us_as_ns("--lock-threshold-us", arg, 1, &cfg->raw_min_ns);
 }
 
 static bool parse_side(const char *arg, void *config)

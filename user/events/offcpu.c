@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <bpf/libbpf.h>
-#include "cli.h"
+#include "numparse.h"
 #include "offcpu.h"
 #include "offcpu.skel.h"
 #include "profiler.h"
@@ -40,14 +40,14 @@ static bool parse_min_block(const char *arg, void *config)
 {
 	struct offcpu_config *cfg = config;
 
-	return cli_parse_us_as_ns("--min-block-us", arg, 0, &cfg->min_block_ns);
+	return parse_us_as_ns("--min-block-us", arg, 0, &cfg->min_block_ns);
 }
 
 static bool parse_max_block(const char *arg, void *config)
 {
 	struct offcpu_config *cfg = config;
 
-	return cli_parse_us_as_ns("--max-block-us", arg, 1, &cfg->max_block_ns);
+	return parse_us_as_ns("--max-block-us", arg, 1, &cfg->max_block_ns);
 }
 
 static bool parse_state(const char *arg, void *config)

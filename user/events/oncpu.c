@@ -8,7 +8,7 @@
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <bpf/libbpf.h>
-#include "cli.h"
+#include "numparse.h"
 #include "oncpu.h"
 #include "oncpu.skel.h"
 #include "profile_event.h"
@@ -102,7 +102,7 @@ static bool parse_freq(const char *arg, void *config)
 	struct oncpu_config *cfg = config;
 	uint64_t hz;
 
-	if (!cli_parse_u64("-F", arg, 1, 100000, &hz))
+	if (!parse_u64("-F", arg, 1, 100000, &hz))
 		return false;
 	cfg->freq_hz = (uint32_t)hz;
 	return true;

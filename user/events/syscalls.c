@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
-#include "cli.h"
 #include "profile_event.h"
+#include "numparse.h"
 #include "profiler.h"
 #include "syscall_names.h"
 #include "syscalls.h"
@@ -237,7 +237,7 @@ static bool parse_stacks(const char *arg, void *config)
 {
 	struct syscalls_options *so = config;
 
-	return cli_parse_us_as_ns("--syscall-stacks", arg, 1, &so->bpf.stack_min_ns);
+	return parse_us_as_ns("--syscall-stacks", arg, 1, &so->bpf.stack_min_ns);
 }
 
 /* "read,write,59": names or numbers, added to the set (the option may be repeated). */
@@ -288,7 +288,7 @@ static bool parse_threshold(const char *arg, void *config)
 {
 	struct syscalls_options *so = config;
 
-	return cli_parse_us_as_ns("--syscall-threshold-us", arg, 1, &so->bpf.raw_min_ns);
+	return parse_us_as_ns("--syscall-threshold-us", arg, 1, &so->bpf.raw_min_ns);
 }
 
 static const struct profiler_option syscalls_options[] = {

@@ -32,6 +32,24 @@ bool maps_line_parse(char *line, struct maps_line *m)
 	return true;
 }
 
+/*
+ * Not inlined: LTO would copy the loop into each of its six callers (a
+ * per-line indirect call costs nothing beside getline and sscanf).
+ */
+__attribute__((noinline)) int maps_each(FILE *f, int (*fn)(const struct maps_line *m, void *ctx), void *ctx)
+{
+	struct maps_line m;
+	char *line = NULL;
+	size_t cap = 0;
+	int ret = 0;
+
+	while (!ret && getline(&line, &cap, f) > 0)
+		if (maps_line_parse(line, &m))
+			ret = fn(&m, ctx);
+	free(line);
+	return ret;
+}
+
 bool maps_line_is_file(const struct maps_line *m)
 {
 	return m->ino != 0 && m->path[0] == '/';
@@ -60,37 +78,48 @@ static bool mapped_file_open(int pid, const struct maps_line *m, struct mapped_f
 	return true;
 }
 
+/* What mapped_files_in() walks the lines with. */
+struct mapped_files_walk {
+	int pid;
+	bool (*match)(const char *path);
+	bool (*fn)(const struct mapped_file *file, void *ctx);
+	void *ctx;
+	unsigned int *refused;
+	char *last;		/* the path of the last file handed out */
+};
+
+static int mapped_file_line(const struct maps_line *m, void *ctx)
+{
+	struct mapped_files_walk *w = ctx;
+	struct mapped_file file;
+	bool more;
+
+	if ((w->last && strcmp(m->path, w->last) == 0) || !w->match(m->path))
+		return 0;
+	free(w->last);
+	w->last = strdup(m->path);
+	if (!mapped_file_open(w->pid, m, &file)) {
+		(*w->refused)++;
+		return 0;
+	}
+	more = w->fn(&file, w->ctx);
+	close(file.fd);
+	return !more;
+}
+
 /*
  * Each file of @f (@pid's maps, or for the fuzzer any bytes) whose name
- * @match()es, to @fn, until it returns false.  Lines by getline: a file name
- * may be longer than any fixed buffer, and the rest of a line cut in two would
- * be read as a line of its own.  A library is several lines in a row (its
- * segments): one call.  What matches but is not the file mapped counts in
- * *@refused.
+ * @match()es, to @fn, until it returns false.  A library is several lines in
+ * a row (its segments): one call.  What matches but is not the file mapped
+ * counts in *@refused.
  */
 static void mapped_files_in(FILE *f, int pid, bool (*match)(const char *path),
 			    bool (*fn)(const struct mapped_file *file, void *ctx), void *ctx, unsigned int *refused)
 {
-	struct mapped_file file;
-	struct maps_line m;
-	char *line = NULL, *last = NULL;
-	size_t cap = 0;
-	bool more = true;
+	struct mapped_files_walk w = { .pid = pid, .match = match, .fn = fn, .ctx = ctx, .refused = refused };
 
-	while (more && getline(&line, &cap, f) > 0) {
-		if (!maps_line_parse(line, &m) || (last && strcmp(m.path, last) == 0) || !match(m.path))
-			continue;
-		free(last);
-		last = strdup(m.path);
-		if (!mapped_file_open(pid, &m, &file)) {
-			(*refused)++;
-			continue;
-		}
-		more = fn(&file, ctx);
-		close(file.fd);
-	}
-	free(last);
-	free(line);
+	maps_each(f, mapped_file_line, &w);
+	free(w.last);
 }
 
 FILE *proc_maps_open(uint32_t pid)
@@ -185,4 +214,12 @@ bool proc_status_read(uint32_t pid, struct proc_status *st)
 	free(line);
 	fclose(f);
 	return true;
+}
+
+uint32_t proc_ns_pid(uint32_t pid)
+{
+	struct proc_status st;
+
+	proc_status_read(pid, &st);
+	return st.ns_pid;
 }

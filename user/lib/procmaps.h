@@ -30,6 +30,15 @@ struct maps_line {
  */
 bool maps_line_parse(char *line, struct maps_line *m);
 
+/*
+ * Each line of @f (a /proc/PID/maps, or for the fuzzers any bytes) that
+ * maps_line_parse() takes, to @fn(@m, @ctx), until @fn returns non-zero: that
+ * value, or 0 at the end.  The one reader of maps lines: by getline, since a
+ * file name may be longer than any fixed buffer, and the rest of a line cut in
+ * two would be read as a line of its own.  @m->path lives until @fn returns.
+ */
+int maps_each(FILE *f, int (*fn)(const struct maps_line *m, void *ctx), void *ctx);
+
 /* Whether @m maps a file by a path (inode not 0, an absolute path); memfds are such too. */
 bool maps_line_is_file(const struct maps_line *m);
 
@@ -73,5 +82,7 @@ struct proc_status {
 
 /* @pid's status into @st; ns_pid is @pid and the rest 0 when it cannot be read (false). */
 bool proc_status_read(uint32_t pid, struct proc_status *st);
+/* The pid @pid has in its own namespace (the last NSpid field), or @pid: its /tmp/perf-PID.map's. */
+uint32_t proc_ns_pid(uint32_t pid);
 
 #endif /* PROCMAPS_H */

@@ -213,7 +213,7 @@ int agent_main(int argc, char **argv)
 	sw_uuid(a.agent_id);
 	host_identity(&a);
 	a.ch = agent_channel_new(&a.o);
-	a.sym = symbolizer_new();
+	a.sym = symbolizer_new(&a.o.prof.symbols);
 	if (!a.ch || !a.sym)
 		goto out;
 	ledger_open(&a);	/* before the profilers: it says which tasks run */

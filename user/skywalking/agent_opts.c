@@ -418,9 +418,9 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 		case OPT_FLUSH: ok = parse_seconds("--flush-interval", optarg, &o->flush_ms); break;
 		case OPT_DEADLINE: ok = parse_seconds("--deadline", optarg, &o->deadline_ms); break;
 		case OPT_RECONNECT: ok = parse_seconds("--reconnect-max", optarg, &o->backoff_max_ms); break;
-		case OPT_REPORT_EVERY: ok = cli_parse_u64("--report-every", optarg, 1, 1000000, &o->report_every); break;
+		case OPT_REPORT_EVERY: ok = parse_u64("--report-every", optarg, 1, 1000000, &o->report_every); break;
 		case OPT_SPOOL: ok = parse_size("--spool-size", optarg, &o->spool_bytes); break;
-		case 'd': ok = cli_parse_u64("-d", optarg, 1, 365ull * 86400, &o->duration_s); break;
+		case 'd': ok = parse_u64("-d", optarg, 1, 365ull * 86400, &o->duration_s); break;
 		case 'v': log_verbose++; break;
 		case 'h': usage(stdout); return -1;
 		default:

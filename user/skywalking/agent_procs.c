@@ -131,15 +131,6 @@ static bool is_interpreter(const char *base)
 	return false;
 }
 
-/* The pid @pid has in its own namespace (the last NSpid field), or @pid. */
-static uint32_t ns_pid(uint32_t pid)
-{
-	struct proc_status st;
-
-	proc_status_read(pid, &st);
-	return st.ns_pid;
-}
-
 /*
  * A JIT's /tmp/perf-PID.map where the symbolizer reads it: in the process's
  * own root, a regular file (not a link), opened as the symbolizer opens it.
@@ -149,7 +140,7 @@ static bool has_perf_map(uint32_t pid)
 	char path[64];
 	int fd;
 
-	snprintf(path, sizeof(path), "/tmp/perf-%u.map", ns_pid(pid));
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", proc_ns_pid(pid));
 	fd = target_open(pid, path, UINT64_MAX, TARGET_NOFOLLOW, NULL);
 	if (fd < 0)
 		return false;

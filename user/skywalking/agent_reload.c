@@ -115,6 +115,7 @@ void agent_reload(struct agent *a)
 		free(a->o.token);
 	}
 	a->o = next;
+	symbolizer_apply(a->sym, &a->o.prof.symbols);
 	a->spool.limit = a->o.spool_bytes;	/* a smaller spool drops its oldest at the next push */
 	if (identity)
 		forget_processes(a);

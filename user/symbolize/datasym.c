@@ -30,46 +30,57 @@ struct file_map {
  * right after its last file mapping) and that file's offset-0 mapping, which
  * gives the load bias: from @f, a /proc/PID/maps (or, for the fuzzer, any bytes).
  */
-/* One maps line of a file: start, end, offset, inode and the path (lib/procmaps.c's parse).  False for other lines. */
-static bool parse_file_map(char *line, struct file_map *m)
+/* One maps line of a file: start, end, offset, inode and the path.  False for other lines. */
+static bool file_map_from_line(const struct maps_line *ml, struct file_map *m)
 {
-	struct maps_line ml;
-
-	if (!maps_line_parse(line, &ml) || !maps_line_is_file(&ml))
+	if (!maps_line_is_file(ml))
 		return false;
-	m->start = ml.start;
-	m->end = ml.end;
-	m->offset = ml.offset;
-	m->ino = ml.ino;
-	return snprintf(m->path, sizeof(m->path), "%s", ml.path) < (int)sizeof(m->path);
+	m->start = ml->start;
+	m->end = ml->end;
+	m->offset = ml->offset;
+	m->ino = ml->ino;
+	return snprintf(m->path, sizeof(m->path), "%s", ml->path) < (int)sizeof(m->path);
 }
 
-/*
- * Lines by getline: a file name may be longer than any fixed buffer, and the
- * rest of a line cut in two would be read as a line of its own.
- */
+/* What find_maps_in() looks for: the file mapped nearest below addr, then its offset-0 mapping. */
+struct maps_search {
+	uint64_t addr;
+	struct file_map *below, *base;
+	bool found;
+};
+
+static int below_line(const struct maps_line *ml, void *ctx)
+{
+	struct maps_search *s = ctx;
+	struct file_map m;
+
+	if (file_map_from_line(ml, &m) && m.start <= s->addr) {
+		*s->below = m;
+		s->found = true;
+	}
+	return 0;
+}
+
+static int base_line(const struct maps_line *ml, void *ctx)
+{
+	struct maps_search *s = ctx;
+	struct file_map m;
+
+	if (!file_map_from_line(ml, &m) || m.offset != 0 || strcmp(m.path, s->below->path))
+		return 0;
+	*s->base = m;
+	return 1;
+}
+
 static int find_maps_in(FILE *f, uint64_t addr, struct file_map *below, struct file_map *base)
 {
-	struct file_map m;
-	bool found = false;
-	char *line = NULL;
-	size_t cap = 0;
+	struct maps_search s = { .addr = addr, .below = below, .base = base };
 
-	while (getline(&line, &cap, f) > 0) {
-		if (!parse_file_map(line, &m) || m.start > addr)
-			continue;
-		*below = m;
-		found = true;
-	}
+	maps_each(f, below_line, &s);
 	rewind(f);
-	while (found && getline(&line, &cap, f) > 0) {
-		if (parse_file_map(line, &m) && m.offset == 0 && strcmp(m.path, below->path) == 0) {
-			*base = m;
-			break;
-		}
-	}
-	free(line);
-	return found && base->path[0] ? 0 : -ENOENT;
+	if (s.found)
+		maps_each(f, base_line, &s);
+	return s.found && base->path[0] ? 0 : -ENOENT;
 }
 
 static int find_maps(uint32_t tgid, uint64_t addr, struct file_map *below, struct file_map *base)

@@ -133,21 +133,23 @@ struct symbolizer {
 	bool kernel_tried, ksyms_ok;
 	struct sym_mapping *kernel_map;
 	struct pyframes *py;		/* CPython code objects' names */
+	size_t cache_limit;		/* bytes, kept at each trim */
+	bool demangle;
 };
 
-static size_t cache_limit = CACHE_LIMIT_DEFAULT;
-
-void symbolizer_set_cache_limit(size_t bytes)
+void symbolizer_apply(struct symbolizer *sym, const struct symbolizer_settings *settings)
 {
-	cache_limit = bytes;
+	sym->cache_limit = settings && settings->cache_limit ? settings->cache_limit : CACHE_LIMIT_DEFAULT;
+	sym->demangle = !settings || !settings->no_demangle;
 }
 
-struct symbolizer *symbolizer_new(void)
+struct symbolizer *symbolizer_new(const struct symbolizer_settings *settings)
 {
 	struct symbolizer *sym = calloc_logged(1, sizeof(*sym));
 
 	if (!sym)
 		return NULL;
+	symbolizer_apply(sym, settings);
 	strintern_init(&sym->names, MAX_NAME_BYTES);
 	sym->py = pyframes_new();
 	return sym;
@@ -230,21 +232,14 @@ static void frame_name(struct symbolizer *sym, struct sym_frame *out)
 		out->name = out->mapping->name;	/* over the name budget: still never NULL */
 }
 
-static bool demangle_names = true;
-
-void symbolizer_demangle(bool on)
-{
-	demangle_names = on;
-}
-
 /*
  * C++ (_Z...) and Rust (_R..., and legacy _ZN...17h<hash>E) names as people
  * write them, with C++ parameter types so that overloads stay apart.
  * libiberty's demangler, the one binutils and gdb use.
  */
-char *symbolizer_demangle_name(const char *name)
+char *symbolizer_demangle_name(const struct symbolizer *sym, const char *name)
 {
-	if (!demangle_names || !name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+	if ((sym && !sym->demangle) || !name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
 		return NULL;
 	return cplus_demangle(name, DMGL_AUTO | DMGL_PARAMS | DMGL_ANSI);
 }
@@ -252,7 +247,7 @@ char *symbolizer_demangle_name(const char *name)
 static void frame_demangle(struct symbolizer *sym, struct sym_frame *out)
 {
 	const char *plain_interned;
-	char *plain = symbolizer_demangle_name(out->function);
+	char *plain = symbolizer_demangle_name(sym, out->function);
 
 	if (!plain)
 		return;	/* not a mangled name, or demangling is off */
@@ -481,17 +476,26 @@ static struct elf_file *file_get(struct symbolizer *sym, uint32_t tgid, const st
 	return f;
 }
 
+/* The size of the [vdso] mapping at *@ctx (its start), into *@ctx; 1 once found. */
+static int vdso_line(const struct maps_line *m, void *ctx)
+{
+	uint64_t *at = ctx;
+
+	if (m->start != *at || strcmp(m->path, "[vdso]"))
+		return 0;
+	*at = m->end - m->start;
+	return 1;
+}
+
 /* Our own [vdso] range, from /proc/self/maps. */
 static size_t own_vdso_size(uint64_t start)
 {
-	char line[256];
-	uint64_t lo, hi;
-	size_t size = 0;
 	FILE *f = fopen("/proc/self/maps", "re");
+	uint64_t at = start;
+	size_t size = 0;
 
-	while (f && !size && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) == 2 && lo == start && strstr(line, "[vdso]"))
-			size = hi - lo;
+	if (f && maps_each(f, vdso_line, &at) == 1)
+		size = at;
 	if (f)
 		fclose(f);
 	return size;
@@ -543,61 +547,71 @@ static void maps_free(struct proc_map *maps, size_t n)
 	free(maps);
 }
 
-/* Parses one maps line into @m if executable.  1: kept, 0: skipped, <0: error. */
-static int parse_map(struct symbolizer *sym, uint32_t tgid, char *line, struct proc_map *m)
+/* One executable maps line @ml into @m.  0, or -ENOMEM. */
+static int map_from_line(struct symbolizer *sym, uint32_t tgid, const struct maps_line *ml, struct proc_map *m)
 {
-	struct maps_line ml;
-
-	if (!maps_line_parse(line, &ml) || ml.perms[2] != 'x')
-		return 0;
-	m->start = ml.start;
-	m->end = ml.end;
-	m->offset = ml.offset;
-	m->path = strdup_logged(ml.path[0] ? ml.path : ANON_PATH);
+	m->start = ml->start;
+	m->end = ml->end;
+	m->offset = ml->offset;
+	m->path = strdup_logged(ml->path[0] ? ml->path : ANON_PATH);
 	if (!m->path)
 		return -ENOMEM;
 	m->file = NULL;
 	m->handed = NULL;
-	if (maps_line_is_file(&ml))
-		m->file = file_get(sym, tgid, m, makedev(ml.major, ml.minor), (ino_t)ml.ino);
+	if (maps_line_is_file(ml))
+		m->file = file_get(sym, tgid, m, makedev(ml->major, ml->minor), (ino_t)ml->ino);
 	else if (strcmp(m->path, "[vdso]") == 0)
 		m->file = vdso_file(sym);
 	if (m->file)
 		m->file->refs++;	/* not dropped while a process maps it */
-	return 1;
+	return 0;
+}
+
+/* The executable mappings of a process, as maps_parse() collects them. */
+struct maps_collect {
+	struct symbolizer *sym;
+	uint32_t tgid;
+	struct proc_map *maps;
+	size_t n, cap;
+};
+
+static int maps_collect_line(const struct maps_line *ml, void *ctx)
+{
+	struct maps_collect *c = ctx;
+	struct proc_map *grown;
+	int err;
+
+	if (ml->perms[2] != 'x')
+		return 0;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 32;
+
+		grown = realloc(c->maps, cap * sizeof(*c->maps));
+		if (!grown)
+			return -ENOMEM;
+		c->maps = grown;
+		c->cap = cap;
+	}
+	err = map_from_line(c->sym, c->tgid, ml, &c->maps[c->n]);
+	if (!err)
+		c->n++;
+	return err;
 }
 
 /* The executable mappings of @tgid from @f, its /proc/PID/maps (or, for the fuzzer, any bytes). */
 static int maps_parse(struct symbolizer *sym, uint32_t tgid, FILE *f, struct proc_map **out, size_t *nout)
 {
-	struct proc_map *maps = NULL, *grown;
-	size_t n = 0, cap = 0, lcap = 0;
-	char *line = NULL;
-	int ret = 0;
+	struct maps_collect c = { .sym = sym, .tgid = tgid };
+	int ret = maps_each(f, maps_collect_line, &c);
 
-	while (ret >= 0 && getline(&line, &lcap, f) > 0) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 32;
-			grown = realloc(maps, cap * sizeof(*maps));
-			if (!grown) {
-				ret = -ENOMEM;
-				break;
-			}
-			maps = grown;
-		}
-		ret = parse_map(sym, tgid, line, &maps[n]);
-		if (ret > 0)
-			n++;
-	}
-	free(line);
-	if (ret >= 0 && !n)
+	if (!ret && !c.n)
 		ret = -ESRCH;	/* exited (zombie) or a kernel thread */
 	if (ret < 0) {
-		maps_free(maps, n);
+		maps_free(c.maps, c.n);
 		return ret;
 	}
-	*out = maps;
-	*nout = n;
+	*out = c.maps;
+	*nout = c.n;
 	return 0;
 }
 
@@ -783,7 +797,7 @@ static struct proc *proc_find(struct symbolizer *sym, uint32_t tgid)
 	return NULL;
 }
 
-static void proc_free(struct proc *p)
+static void sym_proc_free(struct proc *p)
 {
 	maps_free(p->maps, p->nmaps);
 	symtab_free(&p->jit);
@@ -813,7 +827,7 @@ static void proc_drop(struct symbolizer *sym, struct proc *p)
 	sym->proc_bytes -= p->bytes;
 	sym->procs_dropped++;
 	pyframes_forget(sym->py, p->tgid);
-	proc_free(p);
+	sym_proc_free(p);
 }
 
 /* Drops the least recently used process. */
@@ -1190,17 +1204,17 @@ static void shrink(struct symbolizer *sym)
 	size_t nfiles = sym->nfiles;
 	struct elf_file **files = files_by_age(sym);
 
-	for (size_t i = 0; files && i < nfiles && cache_bytes(sym) > cache_limit; i++) {
+	for (size_t i = 0; files && i < nfiles && cache_bytes(sym) > sym->cache_limit; i++) {
 		if (!files[i]->refs) {
 			file_drop(sym, files[i]);
 			files[i] = NULL;
 		}
 	}
-	for (size_t i = 0; files && i < nfiles && cache_bytes(sym) > cache_limit; i++)
+	for (size_t i = 0; files && i < nfiles && cache_bytes(sym) > sym->cache_limit; i++)
 		if (files[i])
 			file_unload(sym, files[i]);
 	free(files);
-	while (sym->nprocs && cache_bytes(sym) > cache_limit)
+	while (sym->nprocs && cache_bytes(sym) > sym->cache_limit)
 		proc_evict_one(sym);
 }
 
@@ -1210,14 +1224,14 @@ void symbolizer_trim(struct symbolizer *sym)
 		return;
 	release_handed_out(sym);
 	forget_exited(sym);
-	if (cache_bytes(sym) > cache_limit)
+	if (cache_bytes(sym) > sym->cache_limit)
 		shrink(sym);
 }
 
 void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out)
 {
 	*out = (struct sym_usage){
-		.bytes = cache_bytes(sym), .limit = cache_limit,
+		.bytes = cache_bytes(sym), .limit = sym->cache_limit,
 		.procs = sym->nprocs, .procs_max = MAX_PROCS,
 		.files = sym->nfiles, .files_max = MAX_FILES,
 		.files_dropped = sym->files_dropped, .tables_unloaded = sym->tables_unloaded,
@@ -1263,7 +1277,7 @@ void symbolizer_free(struct symbolizer *sym)
 	for (b = 0; b < PROC_BUCKETS; b++) {
 		for (p = sym->procs[b]; p; p = next) {
 			next = p->next;
-			proc_free(p);
+			sym_proc_free(p);
 		}
 	}
 	files_free(sym);

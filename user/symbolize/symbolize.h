@@ -37,7 +37,19 @@ struct sym_frame {
 	uint32_t line;			/* and its line (0: none) */
 };
 
-struct symbolizer *symbolizer_new(void);
+/*
+ * What the command line sets of a symbolizer (--symbol-cache-mb,
+ * --no-demangle), given to symbolizer_new(): zeroed, the defaults.
+ */
+struct symbolizer_settings {
+	size_t cache_limit;	/* bytes the caches may take, kept at each symbolizer_trim(); 0: 64 MiB */
+	bool no_demangle;	/* C++ and Rust names as in the symbol table (_ZN...) */
+};
+
+/* @settings NULL: the defaults. */
+struct symbolizer *symbolizer_new(const struct symbolizer_settings *settings);
+/* New @settings for @sym (a SIGHUP's), from now on: the cache limit at the next trim. */
+void symbolizer_apply(struct symbolizer *sym, const struct symbolizer_settings *settings);
 void symbolizer_free(struct symbolizer *sym);
 
 /*
@@ -57,10 +69,8 @@ int symbolizer_track(struct symbolizer *sym, uint32_t tgid);
  */
 void symbolizer_reread_young(struct symbolizer *sym);
 
-/* Demangle C++ and Rust names (default on; --no-demangle turns it off), for every symbolizer. */
-void symbolizer_demangle(bool on);
-/* @name demangled (malloc'ed), or NULL: not mangled, or demangling is off. */
-char *symbolizer_demangle_name(const char *name);
+/* @name demangled (malloc'ed), or NULL: not mangled, or demangling is off in @sym (NULL: on). */
+char *symbolizer_demangle_name(const struct symbolizer *sym, const char *name);
 
 /* Fills @out for a user address of @tgid (tracks @tgid first if needed). Never fails: unknown frames get "[unknown]". */
 void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struct sym_frame *out);
@@ -79,12 +89,6 @@ void symbolizer_set_python_seen(struct symbolizer *sym,
 
 /* Fills @out for a kernel address. */
 void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *out);
-
-/*
- * The cache's memory limit (default 64 MiB), for every symbolizer: kept at
- * each symbolizer_trim().  --symbol-cache-mb.
- */
-void symbolizer_set_cache_limit(size_t bytes);
 
 /*
  * Where no frame or mapping handed out is used any more (the interval's

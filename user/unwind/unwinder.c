@@ -631,30 +631,29 @@ static uint32_t file_list(struct unwinder *u, struct unwind_file *f, uint32_t tg
 
 /* ---- processes ---- */
 
-/* One executable maps line into @m; false for lines the walk has no use for. */
-static bool mapping_from_line(struct unwinder *u, uint32_t tgid, char *line, struct unwind_mapping *m)
+/* One maps line into @m; false for lines the walk has no use for (not executable). */
+static bool mapping_from_line(struct unwinder *u, uint32_t tgid, const struct maps_line *ml, struct unwind_mapping *m)
 {
 	struct unwind_file *f = NULL;
-	struct maps_line ml;
 
-	if (!maps_line_parse(line, &ml) || ml.perms[2] != 'x')
+	if (ml->perms[2] != 'x')
 		return false;
-	if (strcmp(ml.path, "[vsyscall]") == 0)
+	if (strcmp(ml->path, "[vsyscall]") == 0)
 		return false;	/* above the user address space: no walk goes there */
 	memset(m, 0, sizeof(*m));
-	m->start = ml.start;
-	m->end = ml.end;
-	if (maps_line_is_file(&ml))
-		f = file_get(u, tgid, ml.start, ml.end, ml.path, ml.ino);
-	else if (strcmp(ml.path, "[vdso]") == 0)
+	m->start = ml->start;
+	m->end = ml->end;
+	if (maps_line_is_file(ml))
+		f = file_get(u, tgid, ml->start, ml->end, ml->path, ml->ino);
+	else if (strcmp(ml->path, "[vdso]") == 0)
 		f = vdso_get(u);
 	if (f && u->scratch_nfiles < UNWIND_MAX_MAPPINGS) {
 		u->scratch_files[u->scratch_nfiles++] = (uint32_t)(f - u->files);
 		f->last_used = u->clock;
 	}
-	if (!f || !file_bias(f, ml.start, ml.offset, &m->bias))
+	if (!f || !file_bias(f, ml->start, ml->offset, &m->bias))
 		return true;	/* anonymous (JIT) code: frame pointers (nrows 0), hex frames (file_id 0) */
-	m->file_id = file_list(u, f, tgid, ml.start, ml.end, ml.path);
+	m->file_id = file_list(u, f, tgid, ml->start, ml->end, ml->path);
 	/* Files without a table: frame pointers (nrows 0). */
 	if (f->nrows) {
 		m->first_row = f->first_row;
@@ -663,27 +662,37 @@ static bool mapping_from_line(struct unwinder *u, uint32_t tgid, char *line, str
 	return true;
 }
 
+/* What proc_parse() fills, line by line. */
+struct proc_parse_ctx {
+	struct unwinder *u;
+	uint32_t tgid;
+	struct unwind_proc *proc;
+};
+
+static int proc_parse_line(const struct maps_line *ml, void *ctx)
+{
+	struct proc_parse_ctx *c = ctx;
+	struct unwind_mapping m;
+
+	if (!mapping_from_line(c->u, c->tgid, ml, &m))
+		return 0;
+	if (c->proc->nmappings == UNWIND_MAX_MAPPINGS) {
+		c->u->mappings_dropped++;
+		return 0;
+	}
+	c->proc->mappings[c->proc->nmappings++] = m;	/* /proc/PID/maps is sorted by address */
+	return 0;
+}
+
 /* @proc's mappings from @f, @tgid's /proc/PID/maps (or, for the fuzzer, any bytes). */
 static int proc_parse(struct unwinder *u, uint32_t tgid, FILE *f, struct unwind_proc *proc)
 {
-	char *line = NULL;
-	size_t lcap = 0;
+	struct proc_parse_ctx c = { .u = u, .tgid = tgid, .proc = proc };
 
 	memset(proc, 0, sizeof(*proc));
 	u->scratch_nfiles = 0;
 	u->clock++;
-	while (getline(&line, &lcap, f) > 0) {
-		struct unwind_mapping m;
-
-		if (!mapping_from_line(u, tgid, line, &m))
-			continue;
-		if (proc->nmappings == UNWIND_MAX_MAPPINGS) {
-			u->mappings_dropped++;
-			continue;
-		}
-		proc->mappings[proc->nmappings++] = m;	/* /proc/PID/maps is sorted by address */
-	}
-	free(line);
+	maps_each(f, proc_parse_line, &c);
 	return proc->nmappings ? 0 : -ESRCH;	/* a kernel thread or a zombie */
 }
 

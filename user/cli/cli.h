@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Option parsing and environment checks shared by `record` and `run`. */
+/* Option parsing and environment checks shared by `record`, `run` and the agent (cli.c). */
 #ifndef CLI_H
 #define CLI_H
 
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
-#include <linux/types.h>	/* __u64: the kernel-boundary structs' type */
+#include "numparse.h"	/* parse_u64(): the commands' own option values */
 
 /* Exit codes (README, "Running it for months"): usage errors and bad config 2, run-time failures 1. */
 #define EXIT_USAGE 2
@@ -72,10 +72,6 @@ int cli_profiler_option(unsigned groups, int c, const char *arg, struct profiler
 /* Checks across options; chooses the default profilers when none was named.  False after an error. */
 bool cli_profiler_check(struct profiler_opts *o);
 
-/* A number of microseconds, at least @min_us, into *@ns; false after a one-line error naming @what. */
-bool cli_parse_us_as_ns(const char *what, const char *arg, uint64_t min_us, __u64 *ns);
-/* Parses a decimal number in [min, max]; false (after a one-line error naming @what) if not. */
-bool cli_parse_u64(const char *what, const char *arg, uint64_t min, uint64_t max, uint64_t *out);
 /* "123,456": every pid must exist.  Returns the count, or -1 after an error. */
 int cli_parse_pids(const char *arg, uint32_t *pids, int max);
 /* cgroup v2 directory -> cgroup id (what bpf_get_current_cgroup_id() returns). */

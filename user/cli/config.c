@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The config file.  Format (README, "Running it for months"):
+ * The config file, read into command-line options.  Format (README, "Running it for months"):
  *
  *   # a comment
  *   oap = oap.example:11800

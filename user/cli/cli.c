@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Command-line helpers shared by `record` and `run`: number, pid and cgroup arguments, the
- * environment checks (root or capabilities, an output that can be written), signals, libbpf's
- * log, and each profiler's options and --help lines (cli.h).
+ * The command line of record, run and the agent: each profiler's flags and
+ * options from the profiler table, the targets and size caps they share, the
+ * symbolizer's settings (into profiler_opts.symbols, for symbolizer_new()),
+ * the environment checks and the stop and reload signals.  Above core/ (it
+ * walks the profiler table) and below the commands and the agent that parse
+ * with it: lib/ holds only what knows no profiler (numparse.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +26,7 @@
 #include <bpf/libbpf.h>
 #include "cli.h"
 #include "config.h"
+#include "numparse.h"
 #include "profiler.h"
 #include "symbolize.h"
 #include "util.h"
@@ -39,31 +43,6 @@ volatile int cli_abort;
 volatile sig_atomic_t cli_reload;
 volatile sig_atomic_t cli_stats;
 
-bool cli_parse_u64(const char *what, const char *arg, uint64_t min, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (errno || end == arg || *end || arg[0] == '-' || v < min || v > max) {
-		log_error("%s: '%s' is not a number in [%" PRIu64 ", %" PRIu64 "]", what, arg, min, max);
-		return false;
-	}
-	*out = v;
-	return true;
-}
-
-bool cli_parse_us_as_ns(const char *what, const char *arg, uint64_t min_us, __u64 *ns)
-{
-	uint64_t us;
-
-	if (!cli_parse_u64(what, arg, min_us, UINT64_MAX / 1000, &us))
-		return false;
-	*ns = us * 1000;
-	return true;
-}
-
 int cli_parse_pids(const char *arg, uint32_t *pids, int max)
 {
 	char *copy = strdup_logged(arg), *save = NULL, *tok;
@@ -78,7 +57,7 @@ int cli_parse_pids(const char *arg, uint32_t *pids, int max)
 			log_error("-p: at most %d pids", max);
 			goto fail;
 		}
-		if (!cli_parse_u64("-p", tok, 1, INT_MAX, &pid))
+		if (!parse_u64("-p", tok, 1, INT_MAX, &pid))
 			goto fail;
 		if (kill((pid_t)pid, 0) && errno == ESRCH) {
 			log_error("-p: no process with pid %" PRIu64, pid);
@@ -454,19 +433,19 @@ static int cap_option(int c, const char *arg, struct profiler_opts *o)
 	switch (c) {
 	case CLI_OPT_STACKS_MAX:
 		/* Preallocated, ~1 KiB each: 1M is a GiB of kernel memory. */
-		if (!cli_parse_u64("--stacks-max", arg, 1, 1u << 20, &n))
+		if (!parse_u64("--stacks-max", arg, 1, 1u << 20, &n))
 			return -1;
 		o->stacks_entries = (uint32_t)n;
 		return 1;
 	case CLI_OPT_COUNTS_MAX:
-		if (!cli_parse_u64("--counts-max", arg, 1, 1u << 22, &n))
+		if (!parse_u64("--counts-max", arg, 1, 1u << 22, &n))
 			return -1;
 		o->counts_entries = (uint32_t)n;
 		return 1;
 	case CLI_OPT_SYMBOL_CACHE_MB:
-		if (!cli_parse_u64("--symbol-cache-mb", arg, 1, 1u << 20, &n))
+		if (!parse_u64("--symbol-cache-mb", arg, 1, 1u << 20, &n))
 			return -1;
-		symbolizer_set_cache_limit((size_t)n << 20);
+		o->symbols.cache_limit = (size_t)n << 20;
 		return 1;
 	}
 	return 0;
@@ -507,12 +486,12 @@ static int target_option(int c, const char *arg, struct profiler_opts *o, uint32
 		o->python_off = strcmp(arg, "off") == 0;
 		return 1;
 	case CLI_OPT_NO_DEMANGLE:
-		symbolizer_demangle(false);
+		o->symbols.no_demangle = true;
 		return 1;
 	case CLI_OPT_UNWIND_ROWS: {
 		uint64_t rows;
 
-		if (!cli_parse_u64("--unwind-rows", arg, 1024, 1u << 24, &rows))
+		if (!parse_u64("--unwind-rows", arg, 1024, 1u << 24, &rows))
 			return -1;
 		o->unwind_rows = (uint32_t)rows;
 		return 1;
