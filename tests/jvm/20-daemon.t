@@ -82,7 +82,8 @@ ok "the end line too" sh -c "tail -3 '$TMP/phases.err' | grep -q 'jvm perf maps:
 cc -shared -o "$TMP/libjvm.so" -x c /dev/null 2>/dev/null || { done_testing; }
 bg env LD_PRELOAD="$TMP/libjvm.so" /usr/bin/python3 -c '
 import os, socket, time
-s = socket.socket(socket.AF_UNIX); s.bind("/tmp/.java_pid%d" % os.getpid()); s.listen(8); time.sleep(600)'
+p = "/tmp/.java_pid%d" % os.getpid()
+s = socket.socket(socket.AF_UNIX); s.bind(p); os.chmod(p, 0o600); s.listen(8); time.sleep(600)'
 SILENT=$BG_PID
 at_exit "rm -f /tmp/.java_pid$SILENT"
 sleep 1
