@@ -109,7 +109,7 @@ at_exit "rm -f /tmp/.java_pid$SILENT"
 sleep 1
 ap_ok "silent listener" silent record -F 99 -d 3 --jvm-perfmap=1 -o "$TMP/silent.folded" -p "$SILENT"
 ok "a silent listener delays the run by at most the ask in flight, 3 s (${AP_SECS}s for -d 3)" \
-	awk -v s="$AP_SECS" 'BEGIN { exit !(s < 3 + 3 + 2 * '"$TEST_SCALE"') }'
+	awk -v s="$AP_SECS" 'BEGIN { exit !(s < 3 + 3 + 3 * '"$TEST_SCALE"') }'
 ok "the silent listener: one line, no reply in time" \
 	test "$(grep -c "pid $SILENT: perf map not written: no reply in time" "$TMP/silent.err")" = 1
 
@@ -122,9 +122,9 @@ s = socket.socket(socket.AF_UNIX); s.bind(p); os.chmod(p, 0o666); s.listen(8); t
 OPEN=$BG_PID
 at_exit "rm -f /tmp/.java_pid$OPEN"
 sleep 1
-ap_ok "listener open to others" open record -F 99 -d 2 --jvm-perfmap=1 -o "$TMP/open.folded" -p "$OPEN"
+ap_ok "listener open to others" open record -F 99 -d 1 --jvm-perfmap=1 -o "$TMP/open.folded" -p "$OPEN"
 ok "a listener socket open to group and others is refused, one line" \
 	test "$(grep -c "pid $OPEN: perf map not written: /tmp/.java_pidN is not a socket owned by the JVM's user, mode 0600" "$TMP/open.err")" = 1
-ok "  and not asked: the run is not held by a 3 s wait (${AP_SECS}s for -d 2)" \
-	awk -v s="$AP_SECS" 'BEGIN { exit !(s < 2 + 2 * '"$TEST_SCALE"') }'
+ok "  and not asked: the run is not held by a 3 s wait (${AP_SECS}s for -d 1)" \
+	awk -v s="$AP_SECS" 'BEGIN { exit !(s < 1 + 2 * '"$TEST_SCALE"') }'
 done_testing
