@@ -127,19 +127,25 @@ p2_round() {
 	esac
 }
 
-# aperture's own CPU for P2: the loader's user+sys and the BPF run time, from a run with /usr/bin/time and bpf_stats
-p2_aperture_cost() {
-	local hz=$1 ids rt
-	/usr/bin/time -f '%U %S' -o "$W/p2.aptime" "$APERTURE" record -F "$hz" -d $((D + 60)) --top 0 \
-		-o "$W/p2.apc.folded" -- "$PY38" "$CHAIN" spin "$D" >"$W/p2.apc.out" 2>"$W/p2.apc.err" &
-	local t=$!
-	BGPIDS+=("$t")
-	sleep 1.5
-	ids=$(prog_ids_of "$(pgrep -P "$t" | head -n1)")
-	bpf_stats_of $ids >"$W/p2.b0"
-	wait "$t"
-	# the programs are gone at exit: the window is from 1.5 s to the end, scaled to the run
-	echo "$(awk 'NF == 2 { print $1 + $2 }' "$W/p2.aptime" | tail -n1) $(sed -n 's/.*(\(python frames: [0-9]*\).*/\1/p' "$W/p2.apc.err")"
+# The program run by the cost runs: chain.py under a wrapper that writes its own user+sys (os.times) to
+# $1 at exit.  Both profilers reap the program they start, so /usr/bin/time on them counts the program's
+# CPU too: the profiler's own is the difference (before, P2 showed the sum: "3.5-4.0 s" for aperture).
+SELF_CPU_WRAP='import atexit, os, runpy, sys; out = sys.argv[1]; atexit.register(lambda: open(out, "w").write("%.3f\n" % sum(os.times()[:2]))); sys.argv = sys.argv[2:]; runpy.run_path(sys.argv[0], run_name="__main__")'
+
+# p2_cost HZ TOOL: the profiler's own user+sys for the whole program (austin -i, or aperture record
+# --: load, tables, naming; its BPF run time is in P1), then the program's own
+p2_cost() {
+	local hz=$1 tool=$2 us=$((1000000 / $1))
+	rm -f "$W/p2.selfcpu"
+	if [ "$tool" = austin ]; then
+		/usr/bin/time -f '%U %S' -o "$W/p2.cost.time" timeout -k 5 $((D + 30)) austin -i "$us" -o "$W/p2.cost.out" \
+			"$PY38" -c "$SELF_CPU_WRAP" "$W/p2.selfcpu" "$CHAIN" spin "$D" >/dev/null 2>&1
+	else
+		/usr/bin/time -f '%U %S' -o "$W/p2.cost.time" "$APERTURE" record -F "$hz" -d $((D + 60)) --top 0 \
+			-o "$W/p2.cost.folded" -- "$PY38" -c "$SELF_CPU_WRAP" "$W/p2.selfcpu" "$CHAIN" spin "$D" >/dev/null 2>&1
+	fi
+	awk -v py="$(cat "$W/p2.selfcpu" 2>/dev/null)" 'NF == 2 { t = $1 + $2 }
+		END { if (py == "" || t == "") print "n/a n/a"; else printf "%.3f %s\n", t - py, py }' "$W/p2.cost.time"
 }
 
 table_p2() {
@@ -153,11 +159,12 @@ table_p2() {
 			for tool in none austin aperture; do
 				read -r it cpu < <(p2_round "$hz" "$tool")
 				echo "${it:-n/a}" >>"$W/p2.it.$tool"
+			done
+			for tool in austin aperture; do
+				read -r cpu _ < <(p2_cost "$hz" "$tool")
 				[ "$cpu" != n/a ] && echo "$cpu" >>"$W/p2.cpu.$tool"
 			done
 		done
-		read -r cpu _ < <(p2_aperture_cost "$hz")
-		echo "${cpu:-n/a}" >"$W/p2.cpu.aperture"
 		base=$(median <"$W/p2.it.none")
 		for tool in none austin aperture; do
 			it=$(median <"$W/p2.it.$tool")
@@ -167,8 +174,9 @@ table_p2() {
 				"$( [ "$tool" = aperture ] && agreement "$W/p2.aperture.$hz.folded" "$W/p2.austin.$hz" || echo -)"
 		done
 	done
-	printf '  (slowdown: iterations with no profiler / with it, median of %s; profiler cpu: austin'"'"'s user+sys,\n' "$ROUNDS"
-	printf '   aperture'"'"'s loader user+sys for the whole record (load, tables, naming; its BPF time is in P1);\n'
+	printf '  (slowdown: iterations with no profiler / with it, median of %s; profiler cpu: its own user+sys for\n' "$ROUNDS"
+	printf '   the whole program, less the program'"'"'s own (read by the program at exit); aperture'"'"'s: the loader'"'"'s\n'
+	printf '   (load, tables, naming), its BPF run time is in P1)\n'
 	printf '   agree%%: of the samples, the share whose Python-only stack (function names) both tools give equally)\n'
 }
 

@@ -49,6 +49,24 @@ ok "-- java: the end line: 1 JVM asked, 1 answered" grep -q 'jvm perf maps: 1 JV
 CHILD=$(sed -n 's/.*jvm pid \([0-9]*\): perf map written.*/\1/p' "$TMP/cmd.err" | head -1)
 [ -n "$CHILD" ] && rm -f "/tmp/perf-$CHILD.map" "/tmp/.java_pid$CHILD"
 
+# A JVM in a container of its own (pid and mount namespaces, a private /tmp; no user namespace): it
+# knows itself as pid 1, so its socket and map are /tmp/.java_pid1 and /tmp/perf-1.map in its root
+# (/proc/PID/root/tmp), which is where aperture asks and reads (VirtualMachineImpl.java does the same).
+bg unshare -m -p -f --mount-proc sh -c 'mount -t tmpfs none /mnt && cp -r "$1" /mnt/classes &&
+	mount -t tmpfs none /tmp && exec "$2" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Hot::hot \
+	-cp /mnt/classes Hot' ns "$TMP/classes" "$JAVA"
+sleep $((3 * TEST_SCALE))
+NSJ=$(for p in $(pgrep -f 'cp /mnt/classes Hot'); do grep -q libjvm.so "/proc/$p/maps" 2>/dev/null && echo "$p"; done | head -1)
+if [ -n "$NSJ" ] && grep -qE '^NSpid:\s+[0-9]+\s+1$' "/proc/$NSJ/status"; then
+	at_exit "kill -9 $NSJ 2>/dev/null"
+	ap_ok "a JVM in its own pid and mount namespaces" ns record -F 499 -d 4 --jvm-perfmap -o "$TMP/ns.folded" -p "$NSJ"
+	ge "  >= 80% of its Java thread's samples named ...Hot.hot" "$(hot_share "$TMP/ns.folded")" 80
+	ok "  its map is in its own /tmp, as pid 1" test -s "/proc/$NSJ/root/tmp/perf-1.map"
+	ok "  and none in ours" test ! -e "/tmp/perf-$NSJ.map"
+else
+	skip "a JVM in its own pid and mount namespaces" "unshare -m -p could not start one here"
+fi
+
 # Not JVMs: SIGQUIT kills them (a background job of this script ignores SIGQUIT, so each sets it back
 # to the default first), so a signal would show.  The second maps a file named
 # libjvm.so (a look-alike) but does not catch SIGQUIT: refused, not signalled.  Each has a planted
@@ -80,16 +98,33 @@ ok "the look-alike without a listener is not signalled: it does not catch SIGQUI
 ok "the end line: 3 JVMs asked (the look-alikes), 0 answered" grep -q 'jvm perf maps: 3 JVMs asked, 0 answered' "$TMP/fake.err"
 
 # A look-alike that listens on /tmp/.java_pidN itself (a socket owned by its user, as a JVM's) and never
-# answers: each ask ends after 3 s, the third failure in a row stops the asking; the run ends.
+# answers: each ask ends after 3 s, on the asking thread; the run ends on time, waiting at most for
+# the ask in flight.
 bg env LD_PRELOAD="$TMP/libjvm.so" /usr/bin/python3 -c '
 import os, socket, time
-s = socket.socket(socket.AF_UNIX); s.bind("/tmp/.java_pid%d" % os.getpid()); s.listen(8); time.sleep(600)'
+p = "/tmp/.java_pid%d" % os.getpid()
+s = socket.socket(socket.AF_UNIX); s.bind(p); os.chmod(p, 0o600); s.listen(8); time.sleep(600)'
 SILENT=$BG_PID
 at_exit "rm -f /tmp/.java_pid$SILENT"
 sleep 1
 ap_ok "silent listener" silent record -F 99 -d 3 --jvm-perfmap=1 -o "$TMP/silent.folded" -p "$SILENT"
-ok "a silent listener delays the run by at most 3 asks of 3 s (${AP_SECS}s for -d 3)" \
-	awk -v s="$AP_SECS" 'BEGIN { exit !(s < 3 + 9 + 3 * '"$TEST_SCALE"') }'
+ok "a silent listener delays the run by at most the ask in flight, 3 s (${AP_SECS}s for -d 3)" \
+	awk -v s="$AP_SECS" 'BEGIN { exit !(s < 3 + 3 + 3 * '"$TEST_SCALE"') }'
 ok "the silent listener: one line, no reply in time" \
 	test "$(grep -c "pid $SILENT: perf map not written: no reply in time" "$TMP/silent.err")" = 1
+
+# The same, its socket open to group and others (mode 0666; HotSpot's is 0600, and the JDK's client
+# refuses any other): refused at once, never asked.
+bg env LD_PRELOAD="$TMP/libjvm.so" /usr/bin/python3 -c '
+import os, socket, time
+p = "/tmp/.java_pid%d" % os.getpid()
+s = socket.socket(socket.AF_UNIX); s.bind(p); os.chmod(p, 0o666); s.listen(8); time.sleep(600)'
+OPEN=$BG_PID
+at_exit "rm -f /tmp/.java_pid$OPEN"
+sleep 1
+ap_ok "listener open to others" open record -F 99 -d 1 --jvm-perfmap=1 -o "$TMP/open.folded" -p "$OPEN"
+ok "a listener socket open to group and others is refused, one line" \
+	test "$(grep -c "pid $OPEN: perf map not written: /tmp/.java_pidN is not a socket owned by the JVM's user, mode 0600" "$TMP/open.err")" = 1
+ok "  and not asked: the run is not held by a 3 s wait (${AP_SECS}s for -d 1)" \
+	awk -v s="$AP_SECS" 'BEGIN { exit !(s < 1 + 2 * '"$TEST_SCALE"') }'
 done_testing

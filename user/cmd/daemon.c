@@ -24,6 +24,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "exporter.h"
+#include "jvm_perfmap.h"
 #include "outdir.h"
 #include "pin.h"
 #include "profiler.h"
@@ -48,11 +49,12 @@ struct daemon_opts {
 	uint64_t interval_s;		/* the health line's period, and the files' */
 	uint64_t keep_files;
 	uint64_t keep_mb;
+	uint64_t jvm_perfmap_s;		/* --jvm-perfmap[=S]: 0 off */
 };
 
 enum {
 	OPT_PIN = 256, OPT_UNPIN, OPT_RESET, OPT_HELP, OPT_OUTPUT_DIR, OPT_OUTPUT_FORMAT, OPT_INTERVAL,
-	OPT_KEEP_FILES, OPT_KEEP_MB,
+	OPT_KEEP_FILES, OPT_KEEP_MB, OPT_JVM_PERFMAP,
 };
 
 #define DAEMON_PROFILER_OPTIONS (CLI_TARGETS | CLI_KIND_FLAGS | CLI_KIND_OPTIONS | CLI_CAPS)
@@ -66,6 +68,7 @@ static const struct option daemon_options[] = {
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "keep-files", required_argument, NULL, OPT_KEEP_FILES },
 	{ "keep-mb", required_argument, NULL, OPT_KEEP_MB },
+	{ "jvm-perfmap", optional_argument, NULL, OPT_JVM_PERFMAP },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -91,6 +94,7 @@ struct daemon_run {
 	uint64_t write_errors;
 	/* the last interval's counters, for deltas */
 	uint64_t last_stats[PROFILER_MAX][STAT_MAX];
+	struct jvm_perfmap *jvm;	/* --jvm-perfmap: its own thread */
 };
 
 static void usage(FILE *out)
@@ -117,6 +121,10 @@ static void usage(FILE *out)
 	cli_profiler_help(out, CLI_KIND_FLAGS);
 	fprintf(out, "\nWhat and how (the initial target set; default every process):\n");
 	cli_profiler_help(out, CLI_TARGETS | CLI_KIND_OPTIONS);
+	fprintf(out,
+"      --jvm-perfmap[=S]    ask each JVM target (JDK 17+) to write /tmp/perf-PID.map\n"
+"                           (Java method names) at start, each second for 5 s, then\n"
+"                           every S seconds (default %d)\n", JVM_PERFMAP_DEFAULT_S);
 	fprintf(out, "\nCaps (the stats line, SIGUSR1 and every interval, shows each one's use):\n");
 	cli_profiler_help(out, CLI_CAPS);
 	fprintf(out,
@@ -175,6 +183,9 @@ static bool daemon_option(struct daemon_opts *o, int c, const char *arg)
 		return parse_u64("--keep-files", arg, 0, 1000000, &o->keep_files);
 	case OPT_KEEP_MB:
 		return parse_u64("--keep-mb", arg, 0, 1u << 30, &o->keep_mb);
+	case OPT_JVM_PERFMAP:
+		o->jvm_perfmap_s = JVM_PERFMAP_DEFAULT_S;
+		return !arg || parse_u64("--jvm-perfmap", arg, 1, 3600, &o->jvm_perfmap_s);
 	}
 	return false;
 }
@@ -223,6 +234,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 		case OPT_INTERVAL:
 		case OPT_KEEP_FILES:
 		case OPT_KEEP_MB:
+		case OPT_JVM_PERFMAP:
 			if (!daemon_option(o, c, optarg))
 				return EXIT_USAGE;
 			break;
@@ -331,6 +343,12 @@ static void stats_line(struct daemon_run *run)
 	usage_symbols(&line, run->sym);
 	if (run->sym)
 		usage_append(&line, "; ");
+	if (run->jvm) {
+		char summary[256];
+
+		jvm_perfmap_summary(run->jvm, summary, sizeof(summary));
+		usage_append(&line, "%s; ", summary);
+	}
 	usage_process(&rss_kib, &fds);
 	log_notice("stats: %s(used/cap; 0: no cap) rss %" PRIu64 " KiB, %" PRIu64 " fds", line.text,
 		   rss_kib, fds);
@@ -422,9 +440,13 @@ static void keep_own_fixed(const struct daemon_opts *now, struct daemon_opts *ne
 	if (strcmp(now->output_format, next->output_format))
 		changed_keys_add(keys, "--output-format %s (running: %s)", next->output_format,
 				 now->output_format);
+	if (now->jvm_perfmap_s != next->jvm_perfmap_s)
+		changed_keys_add(keys, "--jvm-perfmap %" PRIu64 " (running: %" PRIu64 "; 0: off)",
+				 next->jvm_perfmap_s, now->jvm_perfmap_s);
 	next->dir = now->dir;
 	next->output_dir = now->output_dir;
 	next->output_format = now->output_format;
+	next->jvm_perfmap_s = now->jvm_perfmap_s;
 }
 
 /*
@@ -458,6 +480,8 @@ static int apply_live(struct daemon_run *run)
 		if (err)
 			return err;
 	}
+	if (run->jvm && jvm_perfmap_set_targets(run->jvm, run->o.pids, run->o.prof.npids))
+		return -ENOMEM;
 	run->out.keep_files = run->o.keep_files;
 	run->out.keep_bytes = run->o.keep_mb << 20;
 	if (run->sym)
@@ -570,6 +594,10 @@ static int daemon_start(struct daemon_run *run)
 	}
 	start_profiles(run, now_ns(CLOCK_MONOTONIC));
 	health_line(run, 0, 0, false);
+	/* After the attach: the code the JVMs compiled so far is named from the first drain. */
+	if (o->jvm_perfmap_s && !(run->jvm = jvm_perfmap_start((unsigned int)o->jvm_perfmap_s, o->pids,
+								o->prof.npids)))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -645,6 +673,11 @@ static void daemon_loop(struct daemon_run *run)
 
 static void daemon_close(struct daemon_run *run)
 {
+	if (run->jvm) {
+		jvm_perfmap_stop(run->jvm);
+		jvm_perfmap_report(run->jvm);
+		jvm_perfmap_free(run->jvm);
+	}
 	for (int i = 0; i < run->nprofs; i++) {
 		if (run->sym)
 			profile_free(&run->profiles[i]);

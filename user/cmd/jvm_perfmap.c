@@ -1,8 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
-/* --jvm-perfmap: finds the JVMs among the targets and asks each for its perf map (jvm_perfmap.h). */
+/*
+ * Asks the JVMs among the targets for their perf maps (--jvm-perfmap), on a thread of its own.
+ * An ask holds until the JVM answers (up to the attach timeouts, seconds for a JVM that
+ * starts its listener or a process that listens and never answers): on the record or daemon
+ * loop it would hold the draining and the events.  The thread owns the asking; what the loops
+ * read (the summary) and set (the targets, the stop) is behind one lock.
+ */
 #include <ctype.h>
 #include <errno.h>
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +24,7 @@
 #define MAX_JVMS	 64	/* JVMs asked per run; more are counted, not asked */
 #define MAX_DEPTH	 64	/* parents walked to find a named ancestor */
 #define ATTACH_TIMEOUT_MS 3000
-#define ROUND_BUDGET_NS	 (5 * 1000000000ull)	/* a round stops asking after this: the record loop waits */
+#define ROUND_BUDGET_NS	 (5 * 1000000000ull)	/* a round stops asking after this; the next one goes on */
 #define MAX_TIMEOUTS	 3	/* a JVM that timed out this many times in a row is not asked again */
 #define EARLY_ROUNDS	 5	/* the first rounds a second apart: a JVM just started compiles its hot code */
 #define EARLY_EVERY_NS	 1000000000ull
@@ -25,53 +33,53 @@ struct jvm {
 	uint32_t pid;
 	uint64_t start_time;	/* with the pid: this process, not a later one */
 	bool answered;
-	unsigned int timeouts;	/* in a row: each held the record loop */
+	unsigned int timeouts;	/* in a row */
 	char why[200];		/* the last failure, reported at the end when it never answered */
 };
 
 struct jvm_perfmap {
-	uint64_t interval_ns, next_ns;
-	const uint32_t *pids;
+	uint64_t interval_ns;
+	pthread_t worker;
+	bool started;
+	pthread_mutex_t lock;	/* everything below */
+	pthread_cond_t wake;	/* CLOCK_MONOTONIC: a stop or new targets */
+	bool stop;
+	uint64_t next_ns;	/* the next round, CLOCK_MONOTONIC */
+	uint32_t *pids;		/* the targets: the worker takes a copy at each round */
 	int npids;
 	struct jvm jvms[MAX_JVMS];
 	unsigned int njvms, skipped;
 	unsigned int rounds, rounds_cut;	/* rounds_cut: out of ROUND_BUDGET_NS */
 };
 
-struct jvm_perfmap *jvm_perfmap_new(unsigned int interval_s, const uint32_t *pids, int npids)
+static bool stopping(struct jvm_perfmap *jp)
 {
-	struct jvm_perfmap *jp = calloc_logged(1, sizeof(*jp));
+	bool stop;
 
-	if (!jp)
-		return NULL;
-	jp->interval_ns = interval_s * 1000000000ull;
-	jp->pids = pids;
-	jp->npids = npids;
-	return jp;
+	pthread_mutex_lock(&jp->lock);
+	stop = jp->stop;
+	pthread_mutex_unlock(&jp->lock);
+	return stop;
 }
 
-void jvm_perfmap_free(struct jvm_perfmap *jp)
+/* Whether @pid is a target: any process without pids, else a named one or a descendant of one. */
+static bool is_target(const uint32_t *pids, int npids, uint32_t pid)
 {
-	free(jp);
-}
-
-/* Whether @pid is a target: any process without -p, else a named one or a descendant of one. */
-static bool is_target(const struct jvm_perfmap *jp, uint32_t pid)
-{
-	if (!jp->npids)
+	if (!npids)
 		return true;
 	for (int depth = 0; pid > 1 && depth < MAX_DEPTH; depth++, pid = proc_parent(pid))
-		for (int i = 0; i < jp->npids; i++)
-			if (jp->pids[i] == pid)
+		for (int i = 0; i < npids; i++)
+			if (pids[i] == pid)
 				return true;
 	return false;
 }
 
+/* The JVM's slot, added when new; NULL when over MAX_JVMS or given up on.  Under the lock. */
 static struct jvm *jvm_slot(struct jvm_perfmap *jp, uint32_t pid, uint64_t start_time)
 {
 	for (unsigned int i = 0; i < jp->njvms; i++)
 		if (jp->jvms[i].pid == pid && jp->jvms[i].start_time == start_time)
-			return &jp->jvms[i];
+			return jp->jvms[i].timeouts >= MAX_TIMEOUTS ? NULL : &jp->jvms[i];
 	if (jp->njvms == MAX_JVMS) {
 		if (!jp->skipped++)
 			log_warn("--jvm-perfmap: more than %d JVMs: the others are not asked", MAX_JVMS);
@@ -88,69 +96,223 @@ static void ask(struct jvm_perfmap *jp, uint32_t pid)
 	char why[200];
 	int err;
 
-	if (!start_time || !jvm_maps_libjvm(pid) || !(j = jvm_slot(jp, pid, start_time)) ||
-	    j->timeouts >= MAX_TIMEOUTS)
+	if (!start_time || !jvm_maps_libjvm(pid))
 		return;
+	pthread_mutex_lock(&jp->lock);
+	j = jvm_slot(jp, pid, start_time);
+	pthread_mutex_unlock(&jp->lock);
+	if (!j)
+		return;
+	/* The slot stays where it is: only this thread adds slots, and none is removed. */
 	err = jvm_request_perfmap(pid, ATTACH_TIMEOUT_MS, why, sizeof(why));
+	pthread_mutex_lock(&jp->lock);
 	if (!err) {
 		if (!j->answered)
 			log_info("jvm pid %u: perf map written", pid);
 		j->answered = true;
 		j->timeouts = 0;
-		return;
+	} else {
+		snprintf(j->why, sizeof(j->why), "%s", why);
+		j->timeouts = err == -ETIMEDOUT ? j->timeouts + 1 : 0;
+		if (j->timeouts == MAX_TIMEOUTS)
+			log_info("jvm pid %u: not asked again (%d timeouts in a row)", pid, MAX_TIMEOUTS);
 	}
-	snprintf(j->why, sizeof(j->why), "%s", why);
-	j->timeouts = err == -ETIMEDOUT ? j->timeouts + 1 : 0;
-	if (j->timeouts == MAX_TIMEOUTS)
-		log_info("jvm pid %u: not asked again (%d timeouts in a row)", pid, MAX_TIMEOUTS);
+	pthread_mutex_unlock(&jp->lock);
 }
 
-void jvm_perfmap_tick(struct jvm_perfmap *jp)
+/* One round over /proc: each target that maps libjvm.so is asked, until the budget or a stop. */
+static void round_ask(struct jvm_perfmap *jp, const uint32_t *pids, int npids)
 {
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t start = now_ns(CLOCK_MONOTONIC);
 	uint32_t self = (uint32_t)getpid();
 	struct dirent *d;
-	DIR *proc;
+	DIR *proc = opendir("/proc");
 
-	if (now < jp->next_ns)
-		return;
-	jp->next_ns = now + (++jp->rounds < EARLY_ROUNDS && jp->interval_ns > EARLY_EVERY_NS ?
-			     EARLY_EVERY_NS : jp->interval_ns);
-	proc = opendir("/proc");
 	if (!proc)
 		return;
-	while ((d = readdir(proc))) {
+	while ((d = readdir(proc)) && !stopping(jp)) {
 		uint32_t pid;
 
 		if (!isdigit((unsigned char)d->d_name[0]))
 			continue;
-		pid = (uint32_t)strtoul(d->d_name, NULL, 10);
-		if (now_ns(CLOCK_MONOTONIC) - now > ROUND_BUDGET_NS) {
+		if (now_ns(CLOCK_MONOTONIC) - start > ROUND_BUDGET_NS) {
+			pthread_mutex_lock(&jp->lock);
 			jp->rounds_cut++;
+			pthread_mutex_unlock(&jp->lock);
 			break;
 		}
-		if (pid != self && is_target(jp, pid))
+		pid = (uint32_t)strtoul(d->d_name, NULL, 10);
+		if (pid != self && is_target(pids, npids, pid))
 			ask(jp, pid);
 	}
 	closedir(proc);
 }
 
-void jvm_perfmap_report(const struct jvm_perfmap *jp, FILE *out)
+/*
+ * Waits for the next round (or a stop: false) and takes a copy of the targets into @pids
+ * (@cap entries, grown).  Under the lock until the wait ends.
+ */
+static bool wait_round(struct jvm_perfmap *jp, uint32_t **pids, int *cap, int *npids)
+{
+	bool go;
+
+	pthread_mutex_lock(&jp->lock);
+	while (!jp->stop) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		struct timespec until;
+
+		if (now >= jp->next_ns)
+			break;
+		until.tv_sec = (time_t)(jp->next_ns / 1000000000ull);
+		until.tv_nsec = (long)(jp->next_ns % 1000000000ull);
+		pthread_cond_timedwait(&jp->wake, &jp->lock, &until);
+	}
+	go = !jp->stop;
+	if (go && jp->npids > *cap) {
+		uint32_t *grown = realloc(*pids, (size_t)jp->npids * sizeof(**pids));
+
+		if (grown) {
+			*pids = grown;
+			*cap = jp->npids;
+		}
+	}
+	if (go && jp->npids <= *cap) {
+		memcpy(*pids, jp->pids, (size_t)jp->npids * sizeof(**pids));
+		*npids = jp->npids;
+	}	/* else out of memory: the last targets are asked again */
+	if (go)
+		jp->next_ns = now_ns(CLOCK_MONOTONIC) +
+			      (++jp->rounds < EARLY_ROUNDS && jp->interval_ns > EARLY_EVERY_NS ?
+			       EARLY_EVERY_NS : jp->interval_ns);
+	pthread_mutex_unlock(&jp->lock);
+	return go;
+}
+
+static void *worker_main(void *arg)
+{
+	struct jvm_perfmap *jp = arg;
+	uint32_t *pids = NULL;
+	int cap = 0, npids = 0;
+
+	while (wait_round(jp, &pids, &cap, &npids))
+		round_ask(jp, pids, npids);
+	free(pids);
+	return NULL;
+}
+
+int jvm_perfmap_set_targets(struct jvm_perfmap *jp, const uint32_t *pids, int npids)
+{
+	uint32_t *copy = NULL;
+
+	if (npids && !(copy = calloc_logged((size_t)npids, sizeof(*copy))))
+		return -ENOMEM;
+	if (npids)
+		memcpy(copy, pids, (size_t)npids * sizeof(*copy));
+	pthread_mutex_lock(&jp->lock);
+	free(jp->pids);
+	jp->pids = copy;
+	jp->npids = npids;
+	jp->next_ns = 0;	/* new targets are asked at once */
+	pthread_cond_signal(&jp->wake);
+	pthread_mutex_unlock(&jp->lock);
+	return 0;
+}
+
+/* The worker takes no signal: the loops' handlers must wake the loops, not this thread. */
+static int start_worker(struct jvm_perfmap *jp)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&jp->worker, NULL, worker_main, jp);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -err;
+	jp->started = true;
+	return 0;
+}
+
+struct jvm_perfmap *jvm_perfmap_start(unsigned int interval_s, const uint32_t *pids, int npids)
+{
+	struct jvm_perfmap *jp = calloc_logged(1, sizeof(*jp));
+	pthread_condattr_t attr;
+	int err;
+
+	if (!jp)
+		return NULL;
+	jp->interval_ns = interval_s * 1000000000ull;
+	pthread_mutex_init(&jp->lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&jp->wake, &attr);
+	pthread_condattr_destroy(&attr);
+	err = jvm_perfmap_set_targets(jp, pids, npids);
+	if (!err)
+		err = start_worker(jp);
+	if (err) {
+		log_error("--jvm-perfmap: cannot start the asking thread: %s", strerror(-err));
+		jvm_perfmap_free(jp);
+		return NULL;
+	}
+	return jp;
+}
+
+void jvm_perfmap_stop(struct jvm_perfmap *jp)
+{
+	if (!jp || !jp->started)
+		return;
+	pthread_mutex_lock(&jp->lock);
+	jp->stop = true;
+	pthread_cond_signal(&jp->wake);
+	pthread_mutex_unlock(&jp->lock);
+	pthread_join(jp->worker, NULL);
+	jp->started = false;
+}
+
+void jvm_perfmap_free(struct jvm_perfmap *jp)
+{
+	if (!jp)
+		return;
+	jvm_perfmap_stop(jp);
+	pthread_mutex_destroy(&jp->lock);
+	pthread_cond_destroy(&jp->wake);
+	free(jp->pids);
+	free(jp);
+}
+
+void jvm_perfmap_summary(struct jvm_perfmap *jp, char *buf, size_t len)
 {
 	unsigned int answered = 0;
+	size_t used;
 
+	pthread_mutex_lock(&jp->lock);
+	for (unsigned int i = 0; i < jp->njvms; i++)
+		answered += jp->jvms[i].answered;
+	used = (size_t)snprintf(buf, len, "jvm perf maps: %u JVM%s asked, %u answered", jp->njvms,
+				jp->njvms == 1 ? "" : "s", answered);
+	if (jp->skipped && used < len)
+		used += (size_t)snprintf(buf + used, len - used, ", %u asks skipped (over %d JVMs)", jp->skipped,
+					 MAX_JVMS);
+	if (jp->rounds_cut && used < len)
+		snprintf(buf + used, len - used, ", %u round%s cut short after 5 s", jp->rounds_cut,
+			 jp->rounds_cut == 1 ? "" : "s");
+	pthread_mutex_unlock(&jp->lock);
+}
+
+void jvm_perfmap_report(struct jvm_perfmap *jp)
+{
+	char summary[256];
+
+	pthread_mutex_lock(&jp->lock);	/* the warnings: JVMs that never answered */
 	for (unsigned int i = 0; i < jp->njvms; i++) {
 		const struct jvm *j = &jp->jvms[i];
 
-		answered += j->answered;
 		if (!j->answered)
 			log_warn("--jvm-perfmap: pid %u: perf map not written: %s", j->pid, j->why);
 	}
-	fprintf(out, "aperture: jvm perf maps: %u JVM%s asked, %u answered", jp->njvms, jp->njvms == 1 ? "" : "s",
-		answered);
-	if (jp->skipped)
-		fprintf(out, ", %u asks skipped (over %d JVMs)", jp->skipped, MAX_JVMS);
-	if (jp->rounds_cut)
-		fprintf(out, ", %u round%s cut short after 5 s", jp->rounds_cut, jp->rounds_cut == 1 ? "" : "s");
-	fputc('\n', out);
+	pthread_mutex_unlock(&jp->lock);
+	jvm_perfmap_summary(jp, summary, sizeof(summary));
+	log_notice("%s", summary);
 }

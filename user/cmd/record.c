@@ -451,8 +451,6 @@ static int record_loop(struct record_run *run)
 			return err;
 		symbolizer_reread_young(run->sym);
 		poll_all(run);
-		if (run->jvm)
-			jvm_perfmap_tick(run->jvm);
 	}
 	if (tty)
 		fputc('\n', stderr);
@@ -498,8 +496,10 @@ static void report_stats(struct record_run *run)
 			run_unwind_report(&run->run, stderr);
 	}
 	report_python(run);
-	if (run->jvm)
-		jvm_perfmap_report(run->jvm, stderr);
+	if (run->jvm) {
+		jvm_perfmap_stop(run->jvm);	/* its counts are final */
+		jvm_perfmap_report(run->jvm);
+	}
 }
 
 static int tgid_cmp(const void *a, const void *b)
@@ -783,12 +783,11 @@ int record_main(int argc, char **argv)
 		goto cleanup;
 	}
 	/* After the attach: the code the JVM compiled so far is named from the first sample. */
-	if (o->jvm_perfmap_s && !(run.jvm = jvm_perfmap_new((unsigned int)o->jvm_perfmap_s, o->pids, o->prof.npids))) {
+	if (o->jvm_perfmap_s &&
+	    !(run.jvm = jvm_perfmap_start((unsigned int)o->jvm_perfmap_s, o->pids, o->prof.npids))) {
 		err = EXIT_RUNTIME;
 		goto cleanup;
 	}
-	if (run.jvm)
-		jvm_perfmap_tick(run.jvm);
 	err = record_loop(&run) ? EXIT_RUNTIME : 0;
 	for (int i = 0; i < run.nprofs; i++)
 		run.profiles[i].duration_ns = now_ns(CLOCK_MONOTONIC) - run.start_ns;

@@ -4,6 +4,7 @@
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "aperture.h"
 #include "profile.h"
 #include "util.h"
@@ -190,6 +191,42 @@ static int sample_symbolize(struct profile *p, struct profile_sample *s,
 	return 0;
 }
 
+#define JIT_RETRY_NS 1000000000ull	/* the symbolizer re-reads a perf map at most once a second */
+
+/* A user frame no symbol covers in anonymous memory: JIT code a later perf map may name. */
+static bool frame_unnamed_jit(const struct profile_frame *f)
+{
+	return !f->sym.function && f->sym.mapping && !f->sym.mapping->kernel && f->sym.mapping->path &&
+	       f->sym.mapping->path[0] == '[';
+}
+
+/* Whether @s has such frames; @now is kept as the last try when it does. */
+static void sample_note_jit(struct profile_sample *s, uint64_t now)
+{
+	s->jit_tried_ns = 0;
+	for (uint32_t i = s->nkernel; i < s->nkernel + s->nuser; i++)
+		if (frame_unnamed_jit(&s->frames[i]))
+			s->jit_tried_ns = now;
+}
+
+/*
+ * A sample is named when first drained, and counts of the same stack are added to it after: JIT
+ * code sampled before the JVM wrote it in its perf map (--jvm-perfmap asks on its own thread,
+ * every few seconds) would stay unnamed for the whole run.  Its unnamed JIT frames are tried
+ * again, at most once a second.
+ */
+static void sample_retry_jit(struct profile *p, struct profile_sample *s)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	if (now - s->jit_tried_ns < JIT_RETRY_NS)
+		return;
+	for (uint32_t i = s->nkernel; i < s->nkernel + s->nuser; i++)
+		if (frame_unnamed_jit(&s->frames[i]))
+			symbolizer_user(p->sym, s->tgid, s->frames[i].sym.addr, &s->frames[i].sym);
+	sample_note_jit(s, now);
+}
+
 static struct profile_sample *sample_new(struct profile *p)
 {
 	if (p->nsamples == p->cap) {
@@ -219,6 +256,8 @@ int profile_add(struct profile *p, const struct profile_record *r)
 	found = tfind(&probe, &p->index, ref_cmp);
 	if (found) {
 		s = &p->samples[(*found)->index];
+		if (s->jit_tried_ns)
+			sample_retry_jit(p, s);
 		goto add;
 	}
 	ref = malloc(sizeof(*ref));
@@ -245,6 +284,7 @@ int profile_add(struct profile *p, const struct profile_record *r)
 		free(ref);
 		return err ? err : -ENOMEM;
 	}
+	sample_note_jit(s, now_ns(CLOCK_MONOTONIC));
 add:
 	for (int i = 0; i < p->nvalues; i++)
 		s->values[i] += r->values[i];

@@ -36,6 +36,7 @@ struct profile_sample {
 	uint64_t object;		/* sample_key.object: a lock address, ... (0: none) */
 	char *object_name;		/* owned; the leaf frame's name when the kind names objects */
 	uint64_t values[PROFILE_MAX_VALUES];
+	uint64_t jit_tried_ns;		/* an unnamed frame in anonymous (JIT) memory, last tried then; 0: none */
 };
 
 struct profile;

@@ -12,6 +12,22 @@
  *    (os::Posix::matches_effective_uid_and_gid_or_root): aperture is root;
  *  - a request is "1\0<cmd>\0<arg>\0<arg>\0<arg>\0" (three arguments, empty
  *    ones allowed), the reply "<result>\n" then the command's output.
+ * Checked against the client (openjdk/jdk, VirtualMachineImpl.java at commit
+ * 0510120d68fafedb27bd1376f10cb0160feba608 and its native side
+ * src/jdk.attach/linux/native/libattach/VirtualMachineImpl.c at
+ * 292d6801ac5627fd2e1bd76461ba806055c6d1d2): protocol "1", the command and
+ * exactly three NUL-terminated arguments; the pid is the last NSpid entry;
+ * the files are in /proc/PID/root/tmp; SIGQUIT only when SigCgt has it (the
+ * JDK also requires it not ignored: a caught signal is not ignored), sent
+ * again at half the timeout while there is no socket; the socket refused
+ * unless its mode gives group and others nothing (checkPermissions; as root
+ * the JDK skips its owner check, we keep ours: owned by the JVM's euid).
+ * Where we differ on purpose: the trigger file only in the JVM's /tmp, not
+ * first in its cwd (/proc/PID/cwd is a directory the process chooses, and
+ * root would create a file there; HotSpot looks in both); 3 s, not 10 s.
+ * Not handled: a JVM in a user namespace that does not map host root (its
+ * listener compares the peer's uid, which it sees as the overflow uid, with
+ * its own euid: it needs a client inside that namespace).
  * The code here is our own.
  */
 #include <errno.h>
@@ -34,6 +50,7 @@
 #define REPLY_MAX	 65536	/* Compiler.perfmap answers a line or two */
 #define SOCKET_POLL_MS	 20
 #define SIGQUIT_MASK	 (1ull << (SIGQUIT - 1))
+#define NOT_LISTENER	 "/tmp/.java_pidN is not a socket owned by the JVM's user, mode 0600"
 
 /* What /proc/PID/status says of the JVM. */
 struct jvm_ids {
@@ -123,7 +140,8 @@ static int listener_open(int tmp, const struct jvm_ids *ids)
 	fd = openat(tmp, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISSOCK(st.st_mode) || st.st_uid != ids->euid) {
+	/* HotSpot makes it 0600 and chowns it to its euid: anything else is not its listener. */
+	if (fstat(fd, &st) || !S_ISSOCK(st.st_mode) || st.st_uid != ids->euid || (st.st_mode & 077)) {
 		close(fd);
 		return -EPERM;
 	}
@@ -137,6 +155,13 @@ static int signal_quit(uint32_t pid, int pidfd)
 	if (pidfd >= 0 && errno != ENOSYS)
 		return -errno;
 	return kill((pid_t)pid, SIGQUIT) ? -errno : 0;
+}
+
+static bool still_catches_quit(uint32_t pid)
+{
+	struct proc_status st;
+
+	return proc_status_read(pid, &st) && (st.sig_caught & SIGQUIT_MASK);
 }
 
 /*
@@ -153,7 +178,7 @@ static int listener_start(uint32_t pid, int pidfd, int tmp, const struct jvm_ids
 
 	fd = listener_open(tmp, ids);
 	if (fd != -ENOENT)
-		return fd >= 0 ? fd : fail(why, len, fd, "/tmp/.java_pidN is not a socket owned by the JVM's user");
+		return fd >= 0 ? fd : fail(why, len, fd, NOT_LISTENER);
 	if (!(ids->sig_caught & SIGQUIT_MASK))
 		return fail(why, len, -ESRCH, "no attach listener, and SIGQUIT is not caught (-Xrs?): not signalled");
 	snprintf(name, sizeof(name), ".attach_pid%u", ids->ns_pid);
@@ -167,6 +192,9 @@ static int listener_start(uint32_t pid, int pidfd, int tmp, const struct jvm_ids
 		fd = listener_open(tmp, ids);
 		if (fd != -ENOENT)
 			break;
+		/* As the JDK does: a last chance (a JVM still starting may have missed the first). */
+		if (waited < timeout_ms / 2 && waited + SOCKET_POLL_MS >= timeout_ms / 2 && still_catches_quit(pid))
+			err = signal_quit(pid, pidfd);
 		sleep_ms(SOCKET_POLL_MS);
 	}
 	if (trigger >= 0) {
@@ -177,7 +205,7 @@ static int listener_start(uint32_t pid, int pidfd, int tmp, const struct jvm_ids
 		return fail(why, len, err, "SIGQUIT not sent");
 	if (fd == -ENOENT)
 		return fail(why, len, -ETIMEDOUT, "no attach listener after SIGQUIT (-XX:+DisableAttachMechanism?)");
-	return fd >= 0 ? fd : fail(why, len, fd, "/tmp/.java_pidN is not a socket owned by the JVM's user");
+	return fd >= 0 ? fd : fail(why, len, fd, NOT_LISTENER);
 }
 
 /* Waits for @events on @fd until @deadline (CLOCK_MONOTONIC ns): 0, or -ETIMEDOUT. */

@@ -62,9 +62,11 @@ static void log_json(const char *level, const char *msg)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	flockfile(stderr);	/* one line, whole, though another thread logs too (--jvm-perfmap's) */
 	fprintf(stderr, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"msg\":\"", when, ts.tv_nsec / 1000000, level);
 	json_string(stderr, msg);
 	fputs("\"}\n", stderr);
+	funlockfile(stderr);
 }
 
 static void log_line(const char *level, const char *fmt, va_list ap)
