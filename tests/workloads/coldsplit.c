@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A function whose hot path is never taken: tests/bpf/16-cold.t's known answer for the naming of
+ * A function whose hot path is never taken: tests/profilers/16-cold.t's known answer for the naming of
  * GCC's .cold parts.  Built -O2 (tests/Makefile), GCC moves the branch that calls a cold function
  * out of coldsplit_work into coldsplit_work.cold (-freorder-blocks-and-partition), and that is
  * where the process spins: nearly every sample is in coldsplit_work.cold, called from main.
