@@ -7,7 +7,7 @@
  * part of the aperture binary; loaded by bench/fpcost.c.
  */
 #include "vmlinux.h"
-#include "events/oncpu.h"
+#include "oncpu.h"
 #define PROFILER_ID PROFILER_ONCPU
 #define PROFILER_CONFIG struct oncpu_config
 #define COUNTS_VALUE struct oncpu_value

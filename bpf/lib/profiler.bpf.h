@@ -9,7 +9,7 @@
 
 #include "lib/stats.bpf.h"
 #include "lib/control.bpf.h"
-#include "unwind/stacks.bpf.h"
+#include "lib/stacks.bpf.h"
 #include "lib/notify.bpf.h"
 #include "lib/counts.bpf.h"
 

@@ -14,7 +14,7 @@
 #ifndef UNWIND_PYTHON_BPF_H
 #define UNWIND_PYTHON_BPF_H
 
-#include "unwind/python_tables.h"
+#include "python_tables.h"
 #include "lib/stats.bpf.h"
 
 /* Set by the loader before load (--python): 0 verifies the walk away. */
