@@ -12,7 +12,7 @@
 #define PROFILER_CONFIG struct oncpu_config
 #define COUNTS_VALUE struct oncpu_value
 #define COUNTS_VALUE_ADD(slot, delta) __sync_fetch_and_add(&(slot)->samples, (delta)->samples)
-#include "lib/profiler.bpf.h"
+#include "events/profiler.bpf.h"
 
 static const struct oncpu_value one_sample = { .samples = 1 };
 

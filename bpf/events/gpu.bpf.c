@@ -35,7 +35,7 @@
 #define COUNTS_VALUE_ADD(slot, delta) gpu_value_add(slot, delta)
 static inline __attribute__((always_inline)) void gpu_value_add(struct gpu_value *slot,
 								const struct gpu_value *delta);
-#include "lib/profiler.bpf.h"
+#include "events/profiler.bpf.h"
 
 #define CUDA_SUCCESS 0
 

@@ -41,7 +41,7 @@
 #define COUNTS_VALUE_ADD(slot, delta) locks_value_add(slot, delta)
 static inline __attribute__((always_inline)) void locks_value_add(struct locks_value *slot,
 							     const struct locks_value *delta);
-#include "lib/profiler.bpf.h"
+#include "events/profiler.bpf.h"
 #include "lib/syscall.bpf.h"
 
 

@@ -22,7 +22,7 @@ struct syscalls_delta {
 
 static inline __attribute__((always_inline)) void syscalls_value_add(struct syscalls_value *slot,
 								     const struct syscalls_delta *delta);
-#include "lib/profiler.bpf.h"
+#include "events/profiler.bpf.h"
 #include "lib/syscall.bpf.h"
 
 struct {
