@@ -4,13 +4,14 @@
  * (its config struct, if any), COUNTS_VALUE and COUNTS_VALUE_ADD first.  An
  * event is then key_fill_current() + record_event().
  */
-#ifndef LIB_PROFILER_BPF_H
-#define LIB_PROFILER_BPF_H
+#ifndef EVENTS_PROFILER_BPF_H
+#define EVENTS_PROFILER_BPF_H
 
 #include "lib/stats.bpf.h"
 #include "lib/control.bpf.h"
-#include "lib/stacks.bpf.h"
+#include "unwind/walk.bpf.h"
 #include "lib/notify.bpf.h"
+#include "lib/raw_events.bpf.h"
 #include "lib/counts.bpf.h"
 
 /*
@@ -40,4 +41,4 @@ static __always_inline void key_fill_current(void *ctx, const struct aperture_co
 	key_fill_stacks(ctx, ctl, key);
 }
 
-#endif /* LIB_PROFILER_BPF_H */
+#endif /* EVENTS_PROFILER_BPF_H */

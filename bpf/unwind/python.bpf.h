@@ -31,7 +31,7 @@ struct {
 
 /*
  * Per (tgid, code object address): the code object last seen there and its
- * generation (bpf/unwind/python_tables.h).  LRU: a forgotten address starts
+ * generation (bpf/include/python_tables.h).  LRU: a forgotten address starts
  * again at generation 0, which the loader then refuses to name for an older
  * frame only if the identity differs.  Sized by the loader.
  */

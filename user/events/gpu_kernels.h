@@ -9,7 +9,7 @@ struct profiler;
 struct symbolizer;
 
 /*
- * The name of a GPU key's object (bpf/events/gpu.h) in process @tgid: the
+ * The name of a GPU key's object (bpf/include/gpu.h) in process @tgid: the
  * kernel's name, demangled ("matmul(float*, float*, float*, int)"; a runtime
  * launch's host stub is looked up in @sym, which may be NULL), else
  * "kernel@0xHANDLE"; "graph@0xHANDLE"; "cuCtxSynchronize" and the other
