@@ -29,8 +29,12 @@ static __always_inline void key_fill_stacks(void *ctx, const struct aperture_con
 		process_seen(bpf_get_current_pid_tgid() >> 32);
 }
 
-static __always_inline void key_fill_current(void *ctx, const struct aperture_control *ctl,
-					     struct sample_key *key, __u64 object)
+/*
+ * Who (key_fill_who): ids, comm and @object of the current task, no stacks,
+ * for a kind that picks its own stacks (a uprobe's kernel stack is the trap
+ * path) or fills who and where at different times (locks).
+ */
+static __always_inline void key_fill_who(struct sample_key *key, __u64 object)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 
@@ -38,6 +42,13 @@ static __always_inline void key_fill_current(void *ctx, const struct aperture_co
 	key->pid = (__u32)id;
 	key->object = object;
 	bpf_get_current_comm(key->comm, sizeof(key->comm));
+}
+
+/* Who and where: the whole key of an event of the current task. */
+static __always_inline void key_fill_current(void *ctx, const struct aperture_control *ctl,
+					     struct sample_key *key, __u64 object)
+{
+	key_fill_who(key, object);
 	key_fill_stacks(ctx, ctl, key);
 }
 
