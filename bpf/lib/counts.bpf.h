@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
+/* Counting: the double-buffered counts maps, the totals map and record_event(), the one way an event is counted. */
 #ifndef LIB_COUNTS_BPF_H
 #define LIB_COUNTS_BPF_H
 
