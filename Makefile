@@ -27,7 +27,8 @@ endif
 BPF_SRCS   := $(wildcard bpf/*.bpf.c bpf/*/*.bpf.c)
 BPF_OBJS   := $(patsubst %.bpf.c,$(BUILD)/%.bpf.o,$(notdir $(BPF_SRCS)))
 SKELS      := $(patsubst %.bpf.c,$(BUILD)/%.skel.h,$(notdir $(BPF_SRCS)))
-BPF_DIRS   := bpf $(sort $(patsubst %/,%,$(dir $(wildcard bpf/*/*.h bpf/*/*.bpf.c))))
+# What user space sees of bpf/: the headers shared with the kernel side, nothing else.
+BPF_DIRS   := bpf/include
 PROTOS     := $(shell find proto -name '*.proto' 2>/dev/null)
 PB_SRCS    := $(patsubst proto/%.proto,$(BUILD)/gen/%.pb.c,$(PROTOS))
 PB_OBJS    := $(patsubst %.c,%.o,$(PB_SRCS))
@@ -46,7 +47,7 @@ LIB_OBJS   := $(filter-out $(MAIN_OBJ),$(USER_OBJS)) $(PB_OBJS)
 vpath %.bpf.c $(sort $(dir $(BPF_SRCS)))
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
-              -Ivmlinux -Ibpf -I/usr/include/$(MULTIARCH)
+              -Ivmlinux -Ibpf/include -Ibpf -I/usr/include/$(MULTIARCH)
 INCLUDES   := $(addprefix -I,$(USER_DIRS) $(BPF_DIRS)) -I$(BUILD) -I$(BUILD)/gen -I/usr/include/nanopb
 # What every build of our C needs (the release binary's and the sanitizer build's).
 BASE_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \

@@ -7,12 +7,12 @@
  * part of the aperture binary; loaded by bench/fpcost.c.
  */
 #include "vmlinux.h"
-#include "events/oncpu.h"
+#include "oncpu.h"
 #define PROFILER_ID PROFILER_ONCPU
 #define PROFILER_CONFIG struct oncpu_config
 #define COUNTS_VALUE struct oncpu_value
 #define COUNTS_VALUE_ADD(slot, delta) __sync_fetch_and_add(&(slot)->samples, (delta)->samples)
-#include "lib/profiler.bpf.h"
+#include "events/profiler.bpf.h"
 
 static const struct oncpu_value one_sample = { .samples = 1 };
 
@@ -32,16 +32,11 @@ static __always_inline struct aperture_control *prologue(void)
 	return ctl;
 }
 
-/* key_fill_current() without the stacks. */
+/* key_fill_current() without the stacks (the announcement kept). */
 static __always_inline void key_who(struct sample_key *key)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-
-	key->tgid = id >> 32;
-	key->pid = (__u32)id;
-	key->object = 0;
+	key_fill_who(key, 0);
 	process_seen(key->tgid);
-	bpf_get_current_comm(key->comm, sizeof(key->comm));
 }
 
 /* bpf_get_stack() into the per-CPU scratch only: no hash, no map. */

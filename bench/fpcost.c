@@ -21,7 +21,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "aperture.h"
-#include "events/oncpu.h"
+#include "oncpu.h"
 
 static volatile sig_atomic_t stop;
 

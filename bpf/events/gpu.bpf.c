@@ -35,7 +35,7 @@
 #define COUNTS_VALUE_ADD(slot, delta) gpu_value_add(slot, delta)
 static inline __attribute__((always_inline)) void gpu_value_add(struct gpu_value *slot,
 								const struct gpu_value *delta);
-#include "lib/profiler.bpf.h"
+#include "events/profiler.bpf.h"
 
 #define CUDA_SUCCESS 0
 
@@ -312,7 +312,6 @@ static __always_inline void call_count(struct pt_regs *ctx, const struct gpu_cal
 	struct gpu_config *cfg = config_get();
 	struct sample_key key = {};
 	struct gpu_value delta = {};
-	__u64 id = bpf_get_current_pid_tgid();
 	__u32 kind = GPU_OBJECT_KIND(object);
 
 	if (!ctl || !cfg)
@@ -327,11 +326,8 @@ static __always_inline void call_count(struct pt_regs *ctx, const struct gpu_cal
 		delta.block = GPU_BLOCK_PACK(call->block[0], call->block[1], call->block[2]) |
 			      (kind == GPU_OBJ_GRAPH ? GPU_F_GRAPH : 0);
 	}
-	key.tgid = id >> 32;
-	key.pid = (__u32)id;
-	key.object = object;
+	key_fill_who(&key, object);
 	process_seen(key.tgid);
-	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	/* The kernel stack of a uprobe is the trap path: it says nothing about the program. */
 	if (ctl->stack_mode != STACK_MODE_KERNEL)
 		key.user_stack_id = stack_store(ctx, true);

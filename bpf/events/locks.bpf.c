@@ -41,7 +41,7 @@
 #define COUNTS_VALUE_ADD(slot, delta) locks_value_add(slot, delta)
 static inline __attribute__((always_inline)) void locks_value_add(struct locks_value *slot,
 							     const struct locks_value *delta);
-#include "lib/profiler.bpf.h"
+#include "events/profiler.bpf.h"
 #include "lib/syscall.bpf.h"
 
 
@@ -131,16 +131,6 @@ static __always_inline struct locks_start *start_slot(struct task_struct *task, 
 	return bpf_task_storage_get(&lock_task_start, task, NULL, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
-/* Ids and comm of the current task: who holds what its held slots say. */
-static __always_inline void who_current(struct sample_key *who)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-
-	who->tgid = id >> 32;
-	who->pid = (__u32)id;
-	bpf_get_current_comm(who->comm, sizeof(who->comm));
-}
-
 /* The key of the wait that @h's hold belongs to: @who's ids and comm, @h's lock and stacks. */
 static __always_inline void held_key(const struct locks_held *h, const struct sample_key *who,
 				     struct sample_key *key)
@@ -190,7 +180,7 @@ static __always_inline void held_drop(const struct aperture_control *ctl, __u64 
 
 	if (!held)
 		return;
-	who_current(&who);
+	key_fill_who(&who, 0);
 	if (lock) {
 		h = held_slot(held, lock);
 		if (h->lock == lock)
@@ -257,7 +247,7 @@ static __always_inline void hold_end(__u64 lock)
 	delta.hold_ns = bpf_ktime_get_ns() - h->since_ns;
 	delta.max_hold_ns = delta.hold_ns;
 	delta.flags = h->flags;
-	who_current(&who);
+	key_fill_who(&who, 0);
 	held_key(h, &who, &key);
 	record_event(ctl, &key, &delta);
 	if (h->raw_pending)
@@ -400,8 +390,7 @@ static __always_inline void wait_end(__u64 lock, bool spin, bool interrupted, bo
 	start->begin_ns = 0;
 	if (!ctl || !cfg || delta.wait_ns < cfg->min_wait_ns)
 		return;
-	who_current(&key);
-	key.object = lock;
+	key_fill_who(&key, lock);
 	key.user_stack_id = start->user_stack_id;
 	key.kernel_stack_id = start->kernel_stack_id;
 	record_event(ctl, &key, &delta);
@@ -455,8 +444,7 @@ static __always_inline void futex_sleep_begin(void *ctx, const struct aperture_c
 		stat_inc(STAT_START_FULL);
 		return;
 	}
-	who_current(&sleep->key);
-	sleep->key.object = futex;
+	key_fill_who(&sleep->key, futex);
 	sleep->key.kernel_stack_id = 0;
 	sleep->key.user_stack_id = ctl->stack_mode != STACK_MODE_KERNEL ? stack_store(ctx, true) : 0;
 	if (sleep->key.user_stack_id)

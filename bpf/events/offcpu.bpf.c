@@ -25,7 +25,7 @@
 	__sync_fetch_and_add(&(slot)->switch_count, (delta)->switch_count);	\
 	__sync_fetch_and_add(&(slot)->offcpu_ns, (delta)->offcpu_ns);		\
 } while (0)
-#include "lib/profiler.bpf.h"
+#include "events/profiler.bpf.h"
 
 #define TASK_INTERRUPTIBLE	0x0001
 #define TASK_UNINTERRUPTIBLE	0x0002

@@ -10,7 +10,7 @@
 #define PROFILER_CONFIG struct oncpu_config
 #define COUNTS_VALUE struct oncpu_value
 #define COUNTS_VALUE_ADD(slot, delta) __sync_fetch_and_add(&(slot)->samples, (delta)->samples)
-#include "lib/profiler.bpf.h"
+#include "events/profiler.bpf.h"
 
 SEC("perf_event")
 int oncpu_sample(struct bpf_perf_event_data *ctx)

@@ -22,7 +22,7 @@ struct syscalls_delta {
 
 static inline __attribute__((always_inline)) void syscalls_value_add(struct syscalls_value *slot,
 								     const struct syscalls_delta *delta);
-#include "lib/profiler.bpf.h"
+#include "events/profiler.bpf.h"
 #include "lib/syscall.bpf.h"
 
 struct {
@@ -133,9 +133,7 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 	delta.slot = hist_slot(delta.ns);
 	delta.error = failed;
 	start->enter_ns = 0;
-	key.tgid = bpf_get_current_pid_tgid() >> 32;
-	key.object = SYSCALL_OBJECT(start->nr, failed ? -ret : 0);
-	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	key_fill_who(&key, SYSCALL_OBJECT(start->nr, failed ? -ret : 0));
 	/*
 	 * Per process, no stack: unless this call is slow enough to be worth a
 	 * walk.  Only a stack needs the process's maps read (its announcement):
@@ -143,8 +141,9 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 	 */
 	if (cfg->stack_min_ns && delta.ns >= cfg->stack_min_ns) {
 		process_seen(key.tgid);
-		key.pid = (__u32)bpf_get_current_pid_tgid();
 		key.user_stack_id = stack_store(ctx, true);
+	} else {
+		key.pid = 0;
 	}
 	record_event(ctl, &key, &delta);
 	if (cfg->raw_min_ns && delta.ns >= cfg->raw_min_ns) {

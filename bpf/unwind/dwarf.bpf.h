@@ -12,7 +12,7 @@
 #ifndef UNWIND_DWARF_BPF_H
 #define UNWIND_DWARF_BPF_H
 
-#include "unwind/unwind_tables.h"
+#include "unwind_tables.h"
 #include "unwind/mappings.bpf.h"
 #include "lib/notify.bpf.h"
 #include "unwind/python.bpf.h"

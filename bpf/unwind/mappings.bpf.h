@@ -7,7 +7,7 @@
 #ifndef UNWIND_MAPPINGS_BPF_H
 #define UNWIND_MAPPINGS_BPF_H
 
-#include "unwind/unwind_tables.h"
+#include "unwind_tables.h"
 
 /* Sized by the loader (1 entry each when dwarf unwinding is off). */
 struct {

@@ -14,7 +14,7 @@
 #ifndef UNWIND_PYTHON_BPF_H
 #define UNWIND_PYTHON_BPF_H
 
-#include "unwind/python_tables.h"
+#include "python_tables.h"
 #include "lib/stats.bpf.h"
 
 /* Set by the loader before load (--python): 0 verifies the walk away. */
@@ -31,7 +31,7 @@ struct {
 
 /*
  * Per (tgid, code object address): the code object last seen there and its
- * generation (bpf/unwind/python_tables.h).  LRU: a forgotten address starts
+ * generation (bpf/include/python_tables.h).  LRU: a forgotten address starts
  * again at generation 0, which the loader then refuses to name for an older
  * frame only if the identity differs.  Sized by the loader.
  */

@@ -29,7 +29,7 @@ enum map_slot {
 	MAP_TARGET_PIDS,	/* shared */
 	MAP_SEEN_TGIDS,		/* shared */
 	MAP_EVENTS,		/* shared: the new-process ring buffer */
-	MAP_UNWIND_ROWS,	/* shared: the DWARF unwinding tables (bpf/unwind/unwind_tables.h), */
+	MAP_UNWIND_ROWS,	/* shared: the DWARF unwinding tables (bpf/include/unwind_tables.h), */
 	MAP_UNWIND_PROCS,	/* filled by the loader that watches processes (run_watch_events) */
 	MAP_UNWIND_FILES,	/* shared: the files unwind_procs names, for the pinned iterator */
 	MAP_PYTHON_PROCS,	/* shared: each CPython process's walk parameters (bpf/unwind/python.bpf.h) */

@@ -195,7 +195,7 @@ static const char *sync_name(uint64_t which)
 }
 
 /*
- * The name of a GPU key's object (bpf/events/gpu.h) in process @tgid: the
+ * The name of a GPU key's object (bpf/include/gpu.h) in process @tgid: the
  * kernel's name, demangled ("matmul(float*, float*, float*, int)"; a runtime
  * launch's host stub is looked up in @sym, which may be NULL), else
  * "kernel@0xHANDLE"; "graph@0xHANDLE"; "cuCtxSynchronize" and the other
@@ -374,7 +374,7 @@ static const struct profiler_option gpu_options[] = {
 };
 
 /*
- * --gpu-events: one launch (its own longer struct, bpf/events/gpu.h): the
+ * --gpu-events: one launch (its own longer struct, bpf/include/gpu.h): the
  * kernel's name (owned by @f until written), the launch call's time, the dims.
  */
 static bool gpu_raw_event(struct profiler *p, const struct aperture_raw_event *ev, size_t size,

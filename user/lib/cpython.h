@@ -38,7 +38,7 @@ struct cpython_offsets {
 
 struct cpython_proc {
 	int minor;			/* 3.minor */
-	int layout;			/* enum python_layout (bpf/unwind/python_tables.h) */
+	int layout;			/* enum python_layout (bpf/include/python_tables.h) */
 	uint64_t runtime;		/* _PyRuntime, as mapped */
 	uint64_t eval_start, eval_end;	/* _PyEval_EvalFrameDefault, as mapped */
 	uint64_t cold_start, cold_end;	/* its .cold part, when a symbol says where (0, 0: not known) */

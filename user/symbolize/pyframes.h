@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Names of CPython frames (bpf/unwind/python_tables.h says how a frame is
+ * Names of CPython frames (bpf/include/python_tables.h says how a frame is
  * put in a stack): the code object's qualified name, file and the line of
  * the instruction, read from the process through process_vm_readv and kept
  * per (process, code object), so that a frame is named even after its

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * One ELF file's .eh_frame turned into the compact rows the BPF walk
- * searches (bpf/unwind/unwind_tables.h), read with libdw's CFI interpreter.
+ * searches (bpf/include/unwind_tables.h), read with libdw's CFI interpreter.
  */
 #ifndef UNWIND_CFI_H
 #define UNWIND_CFI_H

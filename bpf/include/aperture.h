@@ -91,7 +91,7 @@ enum stack_mode {
  * The control struct: one element of an ARRAY map, read by the BPF programs on
  * every event, so that writing it (from the loader or with bpftool) changes
  * behaviour live.  Only what every profiler shares: a kind's own settings
- * live in its NAME_config map (bpf/X.h), so that adding a kind never changes
+ * live in its NAME_config map (bpf/include/X.h), so that adding a kind never changes
  * this layout.
  */
 struct aperture_control {
@@ -151,7 +151,7 @@ enum aperture_event_type {
 	EVENT_LOCK = 3,		/* a lock wait above the threshold */
 	EVENT_SYSCALL = 4,	/* a syscall slower than the threshold */
 	EVENT_UNWIND_MISS = 5,	/* a pc outside the mappings the unwinder knows: re-read them */
-	EVENT_GPU_KERNEL = 6,	/* struct gpu_raw_event (bpf/events/gpu.h): one kernel launch (--gpu-events) */
+	EVENT_GPU_KERNEL = 6,	/* struct gpu_raw_event (bpf/include/gpu.h): one kernel launch (--gpu-events) */
 	EVENT_PY_STACK = 7,	/* struct aperture_py_event: a new stack with CPython frames: name them now */
 };
 

@@ -4,13 +4,14 @@
  * (its config struct, if any), COUNTS_VALUE and COUNTS_VALUE_ADD first.  An
  * event is then key_fill_current() + record_event().
  */
-#ifndef LIB_PROFILER_BPF_H
-#define LIB_PROFILER_BPF_H
+#ifndef EVENTS_PROFILER_BPF_H
+#define EVENTS_PROFILER_BPF_H
 
 #include "lib/stats.bpf.h"
 #include "lib/control.bpf.h"
-#include "unwind/stacks.bpf.h"
+#include "unwind/walk.bpf.h"
 #include "lib/notify.bpf.h"
+#include "lib/raw_events.bpf.h"
 #include "lib/counts.bpf.h"
 
 /*
@@ -28,8 +29,12 @@ static __always_inline void key_fill_stacks(void *ctx, const struct aperture_con
 		process_seen(bpf_get_current_pid_tgid() >> 32);
 }
 
-static __always_inline void key_fill_current(void *ctx, const struct aperture_control *ctl,
-					     struct sample_key *key, __u64 object)
+/*
+ * Who (key_fill_who): ids, comm and @object of the current task, no stacks,
+ * for a kind that picks its own stacks (a uprobe's kernel stack is the trap
+ * path) or fills who and where at different times (locks).
+ */
+static __always_inline void key_fill_who(struct sample_key *key, __u64 object)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 
@@ -37,7 +42,14 @@ static __always_inline void key_fill_current(void *ctx, const struct aperture_co
 	key->pid = (__u32)id;
 	key->object = object;
 	bpf_get_current_comm(key->comm, sizeof(key->comm));
+}
+
+/* Who and where: the whole key of an event of the current task. */
+static __always_inline void key_fill_current(void *ctx, const struct aperture_control *ctl,
+					     struct sample_key *key, __u64 object)
+{
+	key_fill_who(key, object);
 	key_fill_stacks(ctx, ctl, key);
 }
 
-#endif /* LIB_PROFILER_BPF_H */
+#endif /* EVENTS_PROFILER_BPF_H */

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Stacks, stored once each in a hash map keyed by a hash of their frames. */
-#ifndef UNWIND_STACKS_BPF_H
-#define UNWIND_STACKS_BPF_H
+/*
+ * Stacks, stored once each in a hash map keyed by a hash of their frames.
+ * Walking them is bpf/unwind/'s job (walk.bpf.h): this file only stores what
+ * a walk left in stack_scratch.
+ */
+#ifndef LIB_STACKS_BPF_H
+#define LIB_STACKS_BPF_H
 
 #include "lib/stats.bpf.h"
-#include "unwind/dwarf.bpf.h"
+#include "lib/notify.bpf.h"
 
 /*
  * Resized by the loader before load.  Preallocated: without it, inserts from
@@ -61,18 +65,14 @@ static __always_inline void stack_tell_python(const struct aperture_stack *st)
 }
 
 /*
- * Walks the current stack (user or kernel) into per-CPU scratch, stores it in
- * the stacks map unless it is there already, and returns its id: 0 when there
- * is no stack to walk or the walk failed, APERTURE_STACK_LOST when it could
- * not be stored; both are counted.  A 64-bit hash makes two distinct stacks
- * sharing an id vanishingly unlikely (p ~ n^2 / 2^65: 3e-10 for 100k stacks).
+ * Stores the walked stack @st (in stack_scratch, at least one frame) in the
+ * stacks map unless it is there already, and returns its id, or
+ * APERTURE_STACK_LOST when it could not be stored (counted).  A 64-bit hash
+ * makes two distinct stacks sharing an id vanishingly unlikely
+ * (p ~ n^2 / 2^65: 3e-10 for 100k stacks).
  */
-static __always_inline __u64 stack_store(void *ctx, bool user)
+static __always_inline __u64 stack_save(struct aperture_stack *st)
 {
-	__u32 zero = 0;
-	struct aperture_stack *st = bpf_map_lookup_elem(&stack_scratch, &zero);
-	long len;
-	int dwarf;
 	__u64 id;
 	/*
 	 * int, not long: before 6.4 ("bpf: return long from bpf_map_ops funcs") the
@@ -81,22 +81,6 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 	 */
 	int err;
 
-	if (!st)
-		return 0;
-	st->pad = 0;
-	dwarf = user ? unwind_dwarf_walk(st) : 0;
-	if (dwarf <= 0 && !(user && unwind_fp_walk(st))) {
-		len = bpf_get_stack(ctx, st->ips, sizeof(st->ips), user ? BPF_F_USER_STACK : 0);
-		if (len < 0) {
-			stat_inc(user ? STAT_USTACK_FAULT : STAT_KSTACK_FAULT);
-			return 0;
-		}
-		st->depth = len / sizeof(__u64);
-	}
-	if (dwarf < 0)
-		unwind_mark(st, APERTURE_IP_NO_TABLES);
-	if (!st->depth)	/* e.g. no kernel stack for a sample taken in user mode */
-		return 0;
 	id = stack_hash(st);
 	/* Known stacks are the common case: a lock-free lookup, no bucket lock. */
 	if (bpf_map_lookup_elem(&stacks, &id))
@@ -112,20 +96,4 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 	return id;
 }
 
-/* Fills the stack ids of @key according to control.stack_mode. */
-static __always_inline void stacks_fill(void *ctx, const struct aperture_control *ctl,
-					struct sample_key *key)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-
-	key->user_stack_id = 0;
-	key->kernel_stack_id = 0;
-	/* Kernel threads have no user stack: not a loss, nothing to walk. */
-	if (ctl->stack_mode != STACK_MODE_KERNEL && task->mm)
-		key->user_stack_id = stack_store(ctx, true);
-	if (ctl->stack_mode != STACK_MODE_USER)
-		key->kernel_stack_id = stack_store(ctx, false);
-}
-
-
-#endif /* UNWIND_STACKS_BPF_H */
+#endif /* LIB_STACKS_BPF_H */

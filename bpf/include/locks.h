@@ -5,7 +5,7 @@
 
 #include "aperture.h"
 
-/* contention_begin's flags (include/trace/events/lock.h), kept as they come. */
+/* contention_begin's flags (the kernel's trace/events/lock.h), kept as they come. */
 #define LOCK_F_SPIN		(1U << 0)
 #define LOCK_F_READ		(1U << 1)
 #define LOCK_F_WRITE		(1U << 2)

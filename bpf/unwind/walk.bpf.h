@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The current task's stacks walked and stored: the one way a sample key gets
+ * its stack ids.  A user stack is walked with the DWARF tables
+ * (dwarf.bpf.h), else by frame pointers in BPF, else by the kernel's
+ * bpf_get_stack(), which also walks kernel stacks; the result is stored by
+ * bpf/lib/stacks.bpf.h.
+ */
+#ifndef UNWIND_WALK_BPF_H
+#define UNWIND_WALK_BPF_H
+
+#include "lib/stats.bpf.h"
+#include "lib/stacks.bpf.h"
+#include "unwind/dwarf.bpf.h"
+
+/*
+ * Walks the current stack (user or kernel) into per-CPU scratch, stores it in
+ * the stacks map unless it is there already, and returns its id: 0 when there
+ * is no stack to walk or the walk failed, APERTURE_STACK_LOST when it could
+ * not be stored; both are counted (stack_save).
+ */
+static __always_inline __u64 stack_store(void *ctx, bool user)
+{
+	__u32 zero = 0;
+	struct aperture_stack *st = bpf_map_lookup_elem(&stack_scratch, &zero);
+	long len;
+	int dwarf;
+
+	if (!st)
+		return 0;
+	st->pad = 0;
+	dwarf = user ? unwind_dwarf_walk(st) : 0;
+	if (dwarf <= 0 && !(user && unwind_fp_walk(st))) {
+		len = bpf_get_stack(ctx, st->ips, sizeof(st->ips), user ? BPF_F_USER_STACK : 0);
+		if (len < 0) {
+			stat_inc(user ? STAT_USTACK_FAULT : STAT_KSTACK_FAULT);
+			return 0;
+		}
+		st->depth = len / sizeof(__u64);
+	}
+	if (dwarf < 0)
+		unwind_mark(st, APERTURE_IP_NO_TABLES);
+	if (!st->depth)	/* e.g. no kernel stack for a sample taken in user mode */
+		return 0;
+	return stack_save(st);
+}
+
+/* Fills the stack ids of @key according to control.stack_mode. */
+static __always_inline void stacks_fill(void *ctx, const struct aperture_control *ctl,
+					struct sample_key *key)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	key->user_stack_id = 0;
+	key->kernel_stack_id = 0;
+	/* Kernel threads have no user stack: not a loss, nothing to walk. */
+	if (ctl->stack_mode != STACK_MODE_KERNEL && task->mm)
+		key->user_stack_id = stack_store(ctx, true);
+	if (ctl->stack_mode != STACK_MODE_USER)
+		key->kernel_stack_id = stack_store(ctx, false);
+}
+
+#endif /* UNWIND_WALK_BPF_H */
