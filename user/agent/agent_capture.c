@@ -1,28 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Every flush interval: drain the profilers (the counts are deltas since the
- * last flush) into one batch of messages for the running tasks, then send.
- * The drain is in steps so that a crash loses nothing (agent_ledger.c): the
- * idle generation is read, the batch saved, the ledger committed, and only
- * then does the kernel forget the counts.
+ * Capture: every flush interval the profilers' drained generations (the
+ * counts are deltas since the last flush) become one batch of messages for
+ * the running tasks.  The drain is in steps so that a crash loses nothing
+ * (agent_recovery.c): the idle generation is read, the batch saved, the
+ * ledger committed (by agent.c, between capture_read and capture_end), and
+ * only then does the kernel forget the counts.
  */
+#include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
-#include "agent_internal.h"
+#include "agent_capture.h"
+#include "symbolize.h"
 
-/* Reads generation @gen of @kind's profiler and appends its running tasks' messages to @batch. */
-static void flush_kind(struct agent *a, int kind, int gen, int64_t now, struct sw_msgs *batch)
+void capture_init(struct capture *c)
 {
-	struct agent_prof *ap = &a->prof[kind];
+	*c = (struct capture){ .next_seq = 1 };
+}
+
+/* Reads generation @gen of @ap's profiler and appends its running tasks' messages to @batch. */
+static void flush_kind(struct agent_prof *ap, int kind, int gen, int64_t now, struct tasks *tasks,
+		       struct symbolizer *sym, struct sw_msgs *batch)
+{
 	struct profile prof;
 	int err;
 
-	profiler_profile_init(ap->p, &prof, a->sym);
+	profiler_profile_init(ap->p, &prof, sym);
 	prof.time_ns = (int64_t)now_ns(CLOCK_REALTIME);
 	err = profiler_read_generation_into(ap->p, gen, &prof);
 	if (err)
 		log_warn("%s: snapshot failed: %s", ap->ops->name, strerror(-err));
-	for (size_t i = 0; i < a->ntasks; i++) {
-		struct agent_task *t = a->tasks[i];
+	for (size_t i = 0; i < tasks->n; i++) {
+		struct agent_task *t = tasks->v[i];
 		/* Metadata goes on the task's first message of this stream only. */
 		struct sw_task_meta meta = {
 			.task_id = t->t.task_id, .process_id = t->t.process_ids[0],
@@ -48,64 +57,74 @@ static void flush_kind(struct agent *a, int kind, int gen, int64_t now, struct s
  * The upload's currentTime, after every earlier one: the OAP keys records by
  * (schedule, stack ids, upload time), and stack ids restart with each upload.
  */
-static int64_t upload_time_ms(struct agent *a)
+static int64_t upload_time_ms(struct capture *c)
 {
 	int64_t now = wall_ms();
 
-	if (now <= a->last_flush_ms)
-		now = a->last_flush_ms + 1;
-	a->last_flush_ms = now;
+	if (now <= c->last_upload_ms)
+		now = c->last_upload_ms + 1;
+	c->last_upload_ms = now;
 	return now;
 }
 
-/*
- * Reads the idle generations @gen (per profiler, -1: none) into one upload
- * for every running task, makes it durable, then empties them and queues it.
- */
-void capture(struct agent *a, const int *gen)
+void capture_read(struct capture *c, const int *gen, struct agent_prof *prof, struct tasks *tasks,
+		  struct symbolizer *sym, struct store *store, struct capture_batch *b)
 {
-	struct sw_msgs batch = { 0 };
-	int64_t now = upload_time_ms(a);
-	uint64_t seq = 0;
+	int64_t now = upload_time_ms(c);
 
-	for (int k = 0; k < PROFILER_MAX; k++)
-		if (a->prof[k].p && gen[k] >= 0)
-			flush_kind(a, k, gen[k], now, &batch);
+	*b = (struct capture_batch){ .seq = 0 };
+	for (int k = 0; k < PROFILER_MAX; k++) {
+		b->gen[k] = prof[k].p ? gen[k] : -1;
+		if (b->gen[k] >= 0)
+			flush_kind(&prof[k], k, b->gen[k], now, tasks, sym, &b->msgs);
+	}
 	test_crash_point("read");
-	if (batch.n) {
-		seq = a->ledger.next_seq++;
-		if (ledger_save_batch(&a->ledger, seq, &batch))
-			seq = 0;	/* kept in memory only, said once */
+	if (b->msgs.n) {
+		b->seq = c->next_seq++;
+		if (store_save_batch(store, b->seq, &b->msgs))
+			b->seq = 0;	/* kept in memory only, said once */
 	}
 	test_crash_point("saved");
 	for (int k = 0; k < PROFILER_MAX; k++)
-		if (a->prof[k].p && gen[k] >= 0)
-			a->ledger.captured[k] = profiler_generation_id(a->prof[k].p, gen[k]);
-	ledger_commit(a);
-	test_crash_point("committed");
+		if (b->gen[k] >= 0)
+			c->captured[k] = profiler_generation_id(prof[k].p, b->gen[k]);
+}
+
+void capture_end(struct capture_batch *b, struct agent_prof *prof, struct spool *spool)
+{
 	for (int k = 0; k < PROFILER_MAX; k++) {
-		int err = a->prof[k].p && gen[k] >= 0 ? profiler_clear_generation(a->prof[k].p, gen[k]) : 0;
+		int err = b->gen[k] >= 0 ? profiler_clear_generation(prof[k].p, b->gen[k]) : 0;
 
 		if (err)
-			log_warn("%s: cannot empty the drained counts: %s", a->prof[k].ops->name,
+			log_warn("%s: cannot empty the drained counts: %s", prof[k].ops->name,
 				 strerror(-err));
 	}
 	test_crash_point("cleared");
 	for (int k = 0; k < PROFILER_MAX; k++)
-		if (a->prof[k].p && gen[k] >= 0)
-			profiler_collect_stacks(a->prof[k].p);	/* a failure is said once, deletes nothing */
-	if (batch.n)
-		spool_push(&a->spool, &batch, seq);
-	sw_msgs_free(&batch);
+		if (b->gen[k] >= 0)
+			profiler_collect_stacks(prof[k].p);	/* a failure is said once, deletes nothing */
+	if (b->msgs.n)
+		spool_push(spool, &b->msgs, b->seq);
+	sw_msgs_free(&b->msgs);
 }
 
-/* Flips every profiler's generation, captures the idle ones, and sends. */
-void flush(struct agent *a)
+void capture_put(FILE *f, const struct capture *c, const struct agent_prof *prof)
 {
-	int gen[PROFILER_MAX];
-
+	fprintf(f, "next_seq %" PRIu64 "\nlast_upload_ms %" PRId64 "\n", c->next_seq, c->last_upload_ms);
 	for (int k = 0; k < PROFILER_MAX; k++)
-		gen[k] = a->prof[k].p ? profiler_flip(a->prof[k].p) : -1;
-	capture(a, gen);
-	spool_send(a);
+		if (prof[k].ops)
+			fprintf(f, "captured %s %u\n", prof[k].ops->name, c->captured[k]);
+}
+
+void capture_parse(struct capture *c, const struct agent_prof *prof, char **f, int n)
+{
+	if (n == 2 && !strcmp(f[0], "next_seq")) {
+		c->next_seq = strtoull(f[1], NULL, 10) ?: 1;
+	} else if (n == 2 && !strcmp(f[0], "last_upload_ms")) {
+		c->last_upload_ms = strtoll(f[1], NULL, 10);
+	} else if (n == 3 && !strcmp(f[0], "captured")) {
+		for (int k = 0; k < PROFILER_MAX; k++)
+			if (prof[k].ops && !strcmp(prof[k].ops->name, f[1]))
+				c->captured[k] = (uint32_t)strtoul(f[2], NULL, 10);
+	}
 }
