@@ -72,11 +72,12 @@ HARDEN_LDFLAGS := -Wl,-z,relro,-z,now -Wl,-z,pack-relative-relocs
 STATIC     ?= -static-pie
 CFLAGS     += $(HARDEN_CFLAGS)
 LDFLAGS    += $(HARDEN_LDFLAGS)
-# -Os where speed is not at stake: the command line and doctor, and the SkyWalking agent (it
-# waits on the network; its snapshots are read by the profilers' own code, built -O2), the
-# option parsing and config file, the kernel probes run once at start, pinning, and the SVG
-# written once at the end.  Sampling, symbolization, unwinding and pprof encoding stay -O2.
-$(BUILD)/user/cmd/%.o $(BUILD)/user/skywalking/%.o: CFLAGS += -Os
+# -Os where speed is not at stake: the command line and doctor, and the SkyWalking agent, its
+# message codec and the gRPC transport (they wait on the network; the agent's snapshots are
+# read by the profilers' own code, built -O2), the option parsing and config file, the kernel
+# probes run once at start, pinning, and the SVG written once at the end.  Sampling,
+# symbolization, unwinding and pprof encoding stay -O2.
+$(BUILD)/user/cmd/%.o $(BUILD)/user/agent/%.o $(BUILD)/user/skywalking/%.o $(BUILD)/user/net/%.o: CFLAGS += -Os
 $(addprefix $(BUILD)/user/,cli/cli.o cli/config.o lib/numparse.o core/kernel_features.o core/pin.o export/export_svg.o): CFLAGS += -Os
 # Plain code: the linker must see these definitions as they are, before the libraries.
 $(TRIM_OBJ): CFLAGS += -fno-lto

@@ -109,7 +109,7 @@ const size_t mbedtls_test_cli_crt_len = 0;
 /*
  * mbedTLS, as Debian builds it, has every cipher and hash in its tables
  * (cipher_wrap.c, md.c): each table entry links that algorithm's object.
- * aperture's TLS client (skywalking/tls.c) offers only ECDHE suites with
+ * aperture's TLS client (net/tls.c) offers only ECDHE suites with
  * AES-GCM, ChaCha20-Poly1305 and AES-CBC, so the objects below are never
  * run; these stand-ins fail (or, for init/free of a context they never
  * fill, do nothing), about 90 KB in all.  Each group says why it is dead.

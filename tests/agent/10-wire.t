@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# user/skywalking/grpc.c against a real gRPC server (python grpcio): unary and client
+# user/net/grpc.c against a real gRPC server (python grpcio): unary and client
 # streaming calls, status from trailers and trailers-only responses, the
 # authentication header, deadlines (name lookups included), reconnect with
 # backoff after the server went away (GOAWAY) and came back.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Drives user/skywalking/grpc.c against a real gRPC server for the wire tests.
+ * Drives user/net/grpc.c against a real gRPC server for the wire tests.
  *   grpc_probe [-t TOKEN] [-d TIMEOUT_MS] [-b BACKOFF_MAX_MS] HOST:PORT OP...
  * OPs, run in order, one output line each:
  *   unary:PATH:DATA          one unary call with DATA as the request bytes

@@ -8,9 +8,10 @@
  * looks for keys in it.
  */
 #include <string.h>
-#include "agent_internal.h"
+#include "agent_opts.h"
 #include "config.h"
 #include "fuzz_input.h"
+#include "util.h"
 
 int fuzz_daemon_parse(int argc, char **argv);
 
@@ -24,7 +25,7 @@ static void agent_parse(int argc, char **argv)
 {
 	struct agent_opts o = { 0 };
 
-	parse_args(&o, argc, argv);
+	opts_parse(&o, argc, argv);
 	free(o.token);
 }
 

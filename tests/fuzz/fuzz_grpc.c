@@ -6,7 +6,7 @@
  * status, the unframing of its one message, and the Commands decoder.
  * grpc.c is included so that its static functions are the ones run.
  */
-#include "../../user/skywalking/grpc.c"
+#include "../../user/net/grpc.c"
 #include "skywalking.h"
 
 static void decode_reply(const struct grpc_buf *reply)

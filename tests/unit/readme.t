@@ -29,7 +29,7 @@ fi
 # tests/build/, bench/build/), patterns the file itself writes with a *, tools/folder-map.sh (it
 # describes folders ahead of their move), this file and layers.t (it plants a user/newroom/).
 # Paths of other projects named in a comment, as FILE:PATH:
-FOREIGN='user/skywalking/agent_opts.c:bpf/profiling/offcpu.c'	# SkyWalking Rover's
+FOREIGN='user/agent/agent_opts.c:bpf/profiling/offcpu.c'	# SkyWalking Rover's
 TOPS='bpf|user|proto|tools|tests|bench|vmlinux|\.ci'
 SUBS=$(cd user && ls -d */ ../bpf/*/ | sed 's|^\.\./bpf/||; s|/$||' | sort -u | paste -sd'|')
 

@@ -206,6 +206,19 @@ bool pid_in(const uint32_t *pids, size_t n, uint32_t pid)
 	return false;
 }
 
+ssize_t read_small_file(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return (ssize_t)n;
+}
+
 /*
  * APERTURE_FAIL_AT=N (tests only): the Nth fault point reached fails, so that
  * a test can walk every step of a start and check what a failure leaves.

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* One-line messages on stderr, prefixed "aperture: ". */
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -52,6 +53,8 @@ bool str_ends_with(const char *s, const char *suffix);
  */
 bool str_percent_escape(char *out, size_t outlen, const char *in);
 bool pid_in(const uint32_t *pids, size_t n, uint32_t pid);
+/* A small file (/proc, a token) into @buf, NUL-terminated: its length or -errno. */
+ssize_t read_small_file(const char *path, char *buf, size_t size);
 /* Test hook: true (after one line) at the APERTURE_FAIL_AT'th call; @where names the step. */
 bool fault_inject(const char *where);
 

@@ -12,25 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "agent_internal.h"
+#include "agent_procs.h"
 #include "elfsyms.h"
 #include "globmatch.h"
 #include "procmaps.h"
 #include "safe_open.h"
-
-/* A small /proc (or token) file into @buf, NUL-terminated: its length or -errno. */
-ssize_t read_small(const char *path, char *buf, size_t size)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f)
-		return -errno;
-	n = fread(buf, 1, size - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return (ssize_t)n;
-}
+#include "util.h"
 
 static bool cgroup_selected(const struct agent_opts *o, uint32_t pid)
 {
@@ -39,7 +26,7 @@ static bool cgroup_selected(const struct agent_opts *o, uint32_t pid)
 	if (o->ncgroups == 0)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
+	if (read_small_file(path, buf, sizeof(buf)) <= 0)
 		return false;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (strncmp(line, "0::", 3))
@@ -104,7 +91,7 @@ static char *read_cmdline(uint32_t pid)
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
-	n = read_small(path, buf, sizeof(buf));
+	n = read_small_file(path, buf, sizeof(buf));
 	if (n < 0)
 		n = 0;
 	for (ssize_t i = 0; i < n; i++)
@@ -188,7 +175,7 @@ static bool profilable(uint32_t pid, const char *exe, const char *name)
 	return exe_has_symbols(pid, exe);
 }
 
-void proc_free(struct agent_proc *p)
+static void agent_proc_free(struct agent_proc *p)
 {
 	if (!p)
 		return;
@@ -201,8 +188,8 @@ void proc_free(struct agent_proc *p)
 	free(p);
 }
 
-static struct agent_proc *proc_new(struct agent *a, uint32_t pid, uint64_t start, const char *exe,
-				   const char *comm)
+static struct agent_proc *proc_new(const struct procs *ps, const struct agent_opts *o, uint32_t pid,
+				   uint64_t start, const char *exe, const char *comm)
 {
 	struct agent_proc *p = calloc_logged(1, sizeof(*p));
 	const char *base = base_name(exe);
@@ -211,19 +198,19 @@ static struct agent_proc *proc_new(struct agent *a, uint32_t pid, uint64_t start
 	if (!p)
 		return NULL;
 	p->name = strdup_logged(*base ? base : comm);
-	p->service = strdup_logged(a->o.service ? a->o.service : a->hostname);
-	p->instance = strdup_logged(a->o.instance ? a->o.instance : p->name ? p->name : comm);
+	p->service = strdup_logged(o->service ? o->service : ps->hostname);
+	p->instance = strdup_logged(o->instance ? o->instance : p->name ? p->name : comm);
 	p->cmdline = read_cmdline(pid);
-	p->labels = proc_labels(&a->o, exe, comm, &nlabels);
+	p->labels = proc_labels(o, exe, comm, &nlabels);
 	if (!p->name || !p->service || !p->instance || !p->cmdline || !p->labels) {
-		proc_free(p);
+		agent_proc_free(p);
 		return NULL;
 	}
 	p->start_time = start;
 	p->seen = true;
 	p->sw = (struct sw_process){
-		.pid = pid, .layer = a->o.layer, .service = p->service, .instance = p->instance,
-		.process_name = p->name, .command_line = p->cmdline, .host_ip = a->host_ip,
+		.pid = pid, .layer = o->layer, .service = p->service, .instance = p->instance,
+		.process_name = p->name, .command_line = p->cmdline, .host_ip = ps->host_ip,
 		.labels = p->labels, .nlabels = nlabels,
 		.profilable = profilable(pid, exe, p->name),
 	};
@@ -234,27 +221,27 @@ static struct agent_proc *proc_new(struct agent *a, uint32_t pid, uint64_t start
 	return p;
 }
 
-static struct agent_proc *proc_find(struct agent *a, uint32_t pid, uint64_t start)
+static struct agent_proc *proc_find(const struct procs *ps, uint32_t pid, uint64_t start)
 {
-	for (size_t i = 0; i < a->nprocs; i++)
-		if (a->procs[i]->sw.pid == pid && a->procs[i]->start_time == start)
-			return a->procs[i];
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i]->sw.pid == pid && ps->v[i]->start_time == start)
+			return ps->v[i];
 	return NULL;
 }
 
-static int proc_add(struct agent *a, struct agent_proc *p)
+static int proc_add(struct procs *ps, struct agent_proc *p)
 {
-	struct agent_proc **v = realloc(a->procs, (a->nprocs + 1) * sizeof(*v));
+	struct agent_proc **v = realloc(ps->v, (ps->n + 1) * sizeof(*v));
 
 	if (!v)
 		return -ENOMEM;
-	a->procs = v;
-	a->procs[a->nprocs++] = p;
+	ps->v = v;
+	ps->v[ps->n++] = p;
 	return 0;
 }
 
 /* Looks at one /proc entry; a selected process not seen before is added. */
-static void scan_one(struct agent *a, uint32_t pid)
+static void scan_one(struct procs *ps, const struct agent_opts *o, uint32_t pid)
 {
 	char path[64], exe[PATH_MAX] = "", comm[64] = "";
 	struct agent_proc *p;
@@ -267,37 +254,37 @@ static void scan_one(struct agent *a, uint32_t pid)
 	if (n > 10 && !strcmp(exe + n - 10, " (deleted)"))
 		exe[n - 10] = '\0';
 	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	if (read_small(path, comm, sizeof(comm)) < 0)
+	if (read_small_file(path, comm, sizeof(comm)) < 0)
 		return;		/* gone */
 	comm[strcspn(comm, "\n")] = '\0';
 	/* Kernel threads (no exe) have no user stacks: only when asked by pid. */
-	if (!pid_in(a->o.pids, a->o.npids, pid) &&
-	    (!*exe || (!exe_selected(&a->o, exe, comm) && !cgroup_selected(&a->o, pid))))
+	if (!pid_in(o->pids, o->npids, pid) &&
+	    (!*exe || (!exe_selected(o, exe, comm) && !cgroup_selected(o, pid))))
 		return;
 	start = proc_start_time(pid);
 	if (!start)
 		return;		/* exited since the listing, or its stat unreadable */
-	p = proc_find(a, pid, start);
+	p = proc_find(ps, pid, start);
 	if (p) {
 		p->seen = true;
 		return;
 	}
-	if (a->nprocs >= MAX_AGENT_PROCS) {
-		if (!a->procs_left_out++)
+	if (ps->n >= MAX_AGENT_PROCS) {
+		if (!ps->left_out++)
 			log_warn("more than %d selected processes: the others are left out (the stats line counts them)",
 				 MAX_AGENT_PROCS);
 		return;
 	}
-	p = proc_new(a, pid, start, exe, comm);
-	if (!p || proc_add(a, p)) {
-		proc_free(p);
+	p = proc_new(ps, o, pid, start, exe, comm);
+	if (!p || proc_add(ps, p)) {
+		agent_proc_free(p);
 		return;
 	}
 	log_info("process %u (%s) selected", pid, p->name);
 }
 
 /* Rescans /proc: picks up new processes, forgets exited ones. */
-static void scan_processes(struct agent *a)
+static void scan_processes(struct procs *ps, const struct agent_opts *o)
 {
 	DIR *dir = opendir("/proc");
 	struct dirent *de;
@@ -308,48 +295,47 @@ static void scan_processes(struct agent *a)
 		log_warn("cannot read /proc: %s", strerror(errno));
 		return;
 	}
-	for (i = 0; i < a->nprocs; i++)
-		a->procs[i]->seen = false;
+	for (i = 0; i < ps->n; i++)
+		ps->v[i]->seen = false;
 	while ((de = readdir(dir))) {
 		char *end;
 		unsigned long pid = strtoul(de->d_name, &end, 10);
 
 		if (*end || pid == 0 || pid == self)
 			continue;
-		scan_one(a, (uint32_t)pid);
+		scan_one(ps, o, (uint32_t)pid);
 	}
 	closedir(dir);
-	for (i = 0; i < a->nprocs; i++) {
-		if (a->procs[i]->seen) {
-			a->procs[kept++] = a->procs[i];
+	for (i = 0; i < ps->n; i++) {
+		if (ps->v[i]->seen) {
+			ps->v[kept++] = ps->v[i];
 			continue;
 		}
-		log_info("process %u (%s) exited", a->procs[i]->sw.pid, a->procs[i]->name);
-		proc_free(a->procs[i]);
+		log_info("process %u (%s) exited", ps->v[i]->sw.pid, ps->v[i]->name);
+		agent_proc_free(ps->v[i]);
 	}
-	a->nprocs = kept;
+	ps->n = kept;
 }
 
 enum proc_filter { PROCS_ALL, PROCS_UNREPORTED, PROCS_REPORTED };
 
 /* The sw_process of each process @which selects; NULL on ENOMEM. */
-static struct sw_process **proc_list(const struct agent *a, enum proc_filter which, size_t *n)
+static struct sw_process **proc_list(const struct procs *ps, enum proc_filter which, size_t *n)
 {
-	struct sw_process **list = calloc(a->nprocs ? a->nprocs : 1, sizeof(*list));
+	struct sw_process **list = calloc(ps->n ? ps->n : 1, sizeof(*list));
 
 	*n = 0;
 	if (!list) {
 		log_warn("out of memory listing processes");
 		return NULL;
 	}
-	for (size_t i = 0; i < a->nprocs; i++)
-		if (which == PROCS_ALL || a->procs[i]->reported == (which == PROCS_REPORTED))
-			list[(*n)++] = &a->procs[i]->sw;
+	for (size_t i = 0; i < ps->n; i++)
+		if (which == PROCS_ALL || ps->v[i]->reported == (which == PROCS_REPORTED))
+			list[(*n)++] = &ps->v[i]->sw;
 	return list;
 }
 
-/* reportProcesses with every process (@all) or those the OAP has no id for yet. */
-void report_processes(struct agent *a, bool all)
+void procs_report(struct procs *ps, const struct agent_opts *o, struct oap *oap, bool all)
 {
 	struct grpc_buf reply = { 0 };
 	struct sw_process **list;
@@ -357,74 +343,108 @@ void report_processes(struct agent *a, bool all)
 	size_t n, i;
 	int matched;
 
-	list = proc_list(a, all ? PROCS_ALL : PROCS_UNREPORTED, &n);
+	list = proc_list(ps, all ? PROCS_ALL : PROCS_UNREPORTED, &n);
 	if (list && n == 0)
-		call_idle(a, CALL_REPORT);	/* those it failed to report are gone */
-	if (!list || n == 0 || sw_encode_report(list, n, a->agent_id, &req))
+		oap_call_idle(oap, CALL_REPORT);	/* those it failed to report are gone */
+	if (!list || n == 0 || sw_encode_report(list, n, oap->agent_id, &req))
 		goto out;
-	if (!unary(a, CALL_REPORT, &req, &reply)) {
-		if (!any_unreported(a))
-			call_idle(a, CALL_REPORT);	/* a periodic re-report: the next one is far */
+	if (!oap_unary(oap, CALL_REPORT, &req, &reply)) {
+		if (!procs_any_unreported(ps))
+			oap_call_idle(oap, CALL_REPORT);	/* a periodic re-report: the next one is far */
 		goto out;
 	}
 	matched = sw_decode_downstream(reply.data, reply.len, list, n);
-	answer_decoded(a, CALL_REPORT, matched >= 0);
+	oap_answer_decoded(oap, CALL_REPORT, matched >= 0);
 	if (matched < 0)
 		goto out;
-	for (i = 0; i < a->nprocs; i++)
-		if (a->procs[i]->sw.process_id)
-			a->procs[i]->reported = true;
+	for (i = 0; i < ps->n; i++)
+		if (ps->v[i]->sw.process_id)
+			ps->v[i]->reported = true;
 	log_info("reported %zu processes, the OAP identified %d", n, matched);
 out:
 	grpc_buf_free(&reply);
 	free(list);
 }
 
-static void keep_alive(struct agent *a)
+static void keep_alive(const struct procs *ps, struct oap *oap)
 {
 	struct grpc_buf reply = { 0 };
 	struct sw_process **list;
 	struct sw_msg req;
 	size_t n;
 
-	list = proc_list(a, PROCS_REPORTED, &n);
+	list = proc_list(ps, PROCS_REPORTED, &n);
 	if (list && n == 0)
-		call_idle(a, CALL_KEEPALIVE);
-	if (list && n && !sw_encode_ping(list, n, a->agent_id, &req))
-		unary(a, CALL_KEEPALIVE, &req, &reply);
+		oap_call_idle(oap, CALL_KEEPALIVE);
+	if (list && n && !sw_encode_ping(list, n, oap->agent_id, &req))
+		oap_unary(oap, CALL_KEEPALIVE, &req, &reply);
 	grpc_buf_free(&reply);
 	free(list);
 }
 
-bool any_unreported(const struct agent *a)
+bool procs_any_unreported(const struct procs *ps)
 {
-	for (size_t i = 0; i < a->nprocs; i++)
-		if (!a->procs[i]->reported)
+	for (size_t i = 0; i < ps->n; i++)
+		if (!ps->v[i]->reported)
 			return true;
 	return false;
 }
 
-void heartbeat(struct agent *a)
+void procs_heartbeat(struct procs *ps, const struct agent_opts *o, struct oap *oap)
 {
-	scan_processes(a);
-	if (a->heartbeats % a->o.report_every == 0)
-		report_processes(a, true);
-	else if (any_unreported(a))
-		report_processes(a, false);
-	if (!a->fatal)
-		keep_alive(a);
-	a->heartbeats++;
+	scan_processes(ps, o);
+	if (ps->heartbeats % o->report_every == 0)
+		procs_report(ps, o, oap, true);
+	else if (procs_any_unreported(ps))
+		procs_report(ps, o, oap, false);
+	if (!oap->fatal)
+		keep_alive(ps, oap);
+	ps->heartbeats++;
 }
 
+/*
+ * Usually one: two local processes share an OAP id only when they share
+ * service, instance and process name.
+ */
+size_t procs_pids(const struct procs *ps, const char *process_id, uint32_t **out)
+{
+	uint32_t *pids = calloc(ps->n ? ps->n : 1, sizeof(*pids));
+	size_t n = 0;
+
+	*out = pids;
+	if (!pids)
+		return 0;
+	for (size_t i = 0; i < ps->n; i++) {
+		const struct agent_proc *p = ps->v[i];
+
+		if (p->sw.process_id && !strcmp(p->sw.process_id, process_id))
+			pids[n++] = p->sw.pid;
+	}
+	return n;
+}
+
+void procs_forget(struct procs *ps)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		agent_proc_free(ps->v[i]);
+	ps->n = 0;
+}
+
+void procs_free(struct procs *ps)
+{
+	procs_forget(ps);
+	free(ps->v);
+	ps->v = NULL;
+}
 
 /* The host name is the default service; the address goes with every process reported. */
-void host_identity(struct agent *a)
+void procs_host_identity(struct procs *ps)
 {
 	struct ifaddrs *ifs, *i;
 
-	if (gethostname(a->hostname, sizeof(a->hostname) - 1) || !a->hostname[0])
-		snprintf(a->hostname, sizeof(a->hostname), "localhost");
-	snprintf(a->host_ip, sizeof(a->host_ip), "127.0.0.1");
+	if (gethostname(ps->hostname, sizeof(ps->hostname) - 1) || !ps->hostname[0])
+		snprintf(ps->hostname, sizeof(ps->hostname), "localhost");
+	snprintf(ps->host_ip, sizeof(ps->host_ip), "127.0.0.1");
 	if (getifaddrs(&ifs))
 		return;
 	for (i = ifs; i; i = i->ifa_next) {
@@ -433,9 +453,8 @@ void host_identity(struct agent *a)
 		if (!sin || sin->sin_family != AF_INET || !strcmp(i->ifa_name, "lo") ||
 		    ntohl(sin->sin_addr.s_addr) >> 24 == 127)
 			continue;
-		inet_ntop(AF_INET, &sin->sin_addr, a->host_ip, sizeof(a->host_ip));
+		inet_ntop(AF_INET, &sin->sin_addr, ps->host_ip, sizeof(ps->host_ip));
 		break;
 	}
 	freeifaddrs(ifs);
 }
-

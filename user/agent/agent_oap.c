@@ -4,7 +4,9 @@
  * once, a refusal (bad token) stops the agent.
  */
 #include <stdlib.h>
-#include "agent_internal.h"
+#include "agent_oap.h"
+#include "cli.h"
+#include "util.h"
 
 static const struct {
 	const char *name;
@@ -16,7 +18,7 @@ static const struct {
 	[CALL_COLLECT] = { "collectProfilingData", SW_PATH_COLLECT },
 };
 
-bool transient(int code)
+static bool transient(int code)
 {
 	return code == GRPC_UNAVAILABLE || code == GRPC_RESOURCE_EXHAUSTED ||
 	       code == GRPC_DEADLINE_EXCEEDED || code == GRPC_ABORTED || code == GRPC_CANCELLED;
@@ -29,51 +31,51 @@ bool transient(int code)
  * made of its schedule, stack ids and upload time, so a resent one
  * overwrites itself.  Only the OAP's own grpc-status refuses data for good.
  */
-bool retryable(int code, const struct grpc_status *st)
+bool oap_retryable(int code, const struct grpc_status *st)
 {
 	return transient(code) || !st->remote;
 }
 
 /* @call has no work now (no process to report, nothing spooled): nothing of it fails. */
-void call_idle(struct agent *a, enum oap_call call)
+void oap_call_idle(struct oap *oap, enum oap_call call)
 {
-	a->failing &= ~(1u << call);
+	oap->failing &= ~(1u << call);
 }
 
 /* @call went through: the outage is over unless another call still fails. */
-static void call_ok(struct agent *a, enum oap_call call)
+static void call_ok(struct oap *oap, enum oap_call call)
 {
-	call_idle(a, call);
-	if (a->outage && !a->failing) {
-		log_warn("OAP %s answers again", a->o.oap);
-		a->outage = false;
+	oap_call_idle(oap, call);
+	if (oap->outage && !oap->failing) {
+		log_warn("OAP %s answers again", oap->o->oap);
+		oap->outage = false;
 	}
 }
 
 /* Logs a failed call once per outage; returns true when the call failed. */
-bool call_failed(struct agent *a, enum oap_call call, int code, const struct grpc_status *st)
+bool oap_call_failed(struct oap *oap, enum oap_call call, int code, const struct grpc_status *st)
 {
 	const char *what = calls[call].name;
 
 	if (code == GRPC_OK) {
-		call_ok(a, call);
+		call_ok(oap, call);
 		return false;
 	}
 	if (code == GRPC_PERMISSION_DENIED || code == GRPC_UNAUTHENTICATED) {
-		if (!a->fatal)
+		if (!oap->fatal)
 			log_error("OAP %s refused %s: %s: %s (check the token in --token-file or APERTURE_OAP_TOKEN)",
-				  a->o.oap, what, grpc_code_name(code), st->message);
-		a->fatal = true;
-	} else if (retryable(code, st)) {
-		if (!a->outage)
+				  oap->o->oap, what, grpc_code_name(code), st->message);
+		oap->fatal = true;
+	} else if (oap_retryable(code, st)) {
+		if (!oap->outage)
 			log_warn("OAP %s: %s failed: %s: %s; profiling data is kept in the spool",
-				 a->o.oap, what, grpc_code_name(code), st->message);
+				 oap->o->oap, what, grpc_code_name(code), st->message);
 		else
 			log_info("%s failed: %s: %s", what, grpc_code_name(code), st->message);
-		a->outage = true;
-		a->failing |= 1u << call;
+		oap->outage = true;
+		oap->failing |= 1u << call;
 	} else {
-		log_warn("OAP %s: %s failed: %s: %s", a->o.oap, what, grpc_code_name(code), st->message);
+		log_warn("OAP %s: %s failed: %s: %s", oap->o->oap, what, grpc_code_name(code), st->message);
 	}
 	return true;
 }
@@ -83,40 +85,41 @@ bool call_failed(struct agent *a, enum oap_call call, int code, const struct grp
  * of that call decodes again (an OAP that answers garbage every time, a
  * protocol mismatch, would otherwise fill the log).
  */
-void answer_decoded(struct agent *a, enum oap_call call, bool decoded)
+void oap_answer_decoded(struct oap *oap, enum oap_call call, bool decoded)
 {
 	unsigned int bit = 1u << call;
 
 	if (decoded) {
-		a->undecodable &= ~bit;
+		oap->undecodable &= ~bit;
 		return;
 	}
-	if (!(a->undecodable & bit))
-		log_warn("OAP %s: %s answer does not decode", a->o.oap, calls[call].name);
+	if (!(oap->undecodable & bit))
+		log_warn("OAP %s: %s answer does not decode", oap->o->oap, calls[call].name);
 	else
 		log_info("%s answer does not decode", calls[call].name);
-	a->undecodable |= bit;
+	oap->undecodable |= bit;
 }
 
 /* A unary call; on success @reply holds the answer. */
-bool unary(struct agent *a, enum oap_call call, struct sw_msg *req, struct grpc_buf *reply)
+bool oap_unary(struct oap *oap, enum oap_call call, struct sw_msg *req, struct grpc_buf *reply)
 {
 	struct grpc_status st;
-	int code = grpc_unary(a->ch, calls[call].path, req->data, req->len, a->o.deadline_ms, reply, &st);
+	int code = grpc_unary(oap->ch, calls[call].path, req->data, req->len, oap->o->deadline_ms, reply, &st);
 
 	free(req->data);
 	req->data = NULL;
-	return !call_failed(a, call, code, &st);
+	return !oap_call_failed(oap, call, code, &st);
 }
 
 
-int send_batch(struct agent *a, const struct sw_msgs *msgs, struct grpc_status *st)
+/* One collectProfilingData stream of @msgs; the call's gRPC code. */
+int oap_send_batch(struct oap *oap, const struct sw_msgs *msgs, struct grpc_status *st)
 {
 	struct grpc_buf reply = { 0 };
 	struct grpc_call *call;
 	int code;
 
-	code = grpc_stream_open(a->ch, SW_PATH_COLLECT, a->o.deadline_ms, &call, st);
+	code = grpc_stream_open(oap->ch, SW_PATH_COLLECT, oap->o->deadline_ms, &call, st);
 	if (code)
 		return code;
 	for (size_t i = 0; i < msgs->n; i++)
@@ -127,4 +130,24 @@ int send_batch(struct agent *a, const struct sw_msgs *msgs, struct grpc_status *
 	return code;
 }
 
-/* Sends spooled batches in order until one fails transiently. */
+struct grpc_channel *oap_channel_new(const struct agent_opts *o)
+{
+	struct grpc_opts gopts = {
+		.target = o->oap,
+		.cancel = &cli_abort,	/* a second Ctrl-C does not wait for deadlines */
+		.stop = &cli_stop,
+		.stop_grace_ms = STOP_GRACE_MS,
+		.token = o->token,
+		.tls = &o->tls,
+		.backoff_max_ms = (unsigned int)o->backoff_max_ms,
+		.backoff_initial_ms = (unsigned int)(o->backoff_max_ms < 1000 ? o->backoff_max_ms : 1000),
+	};
+
+	return grpc_channel_new(&gopts);
+}
+
+void oap_set_channel(struct oap *oap, struct grpc_channel *ch)
+{
+	grpc_channel_free(oap->ch);
+	oap->ch = ch;
+}

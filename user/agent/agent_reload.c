@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * SIGHUP for the SkyWalking agent: the command line and its --config file are
- * read again and applied between two turns of the loop, so nothing in flight
- * is cut: the spool, the ledger, the tasks and their counts stay.  What a
- * running agent cannot change is named in one line and kept.
+ * SIGHUP: the command line and its --config file are read again, to be
+ * applied between two turns of the loop, so nothing in flight is cut: the
+ * spool, the ledger, the tasks and their counts stay.  What a running agent
+ * cannot change is named in one line and kept.
  */
 #include <stdlib.h>
 #include <string.h>
-#include "agent_internal.h"
+#include "agent_reload.h"
 #include "config.h"
+#include "util.h"
 
 static bool str_differs(const char *x, const char *y)
 {
@@ -70,57 +71,34 @@ static void keep_restart_keys(const struct agent_opts *now, struct agent_opts *n
  * turns of the loop; what was not acknowledged is in the spool and goes to
  * the new address.
  */
-static bool swap_channel(struct agent *a, struct agent_opts *next)
+static bool swap_channel(struct oap *oap, const struct agent_opts *next)
 {
-	struct grpc_channel *ch = agent_channel_new(next);
+	struct grpc_channel *ch = oap_channel_new(next);
 
 	if (!ch) {
 		log_error("reload: cannot use OAP %s as given; the running connection is kept", next->oap);
 		return false;
 	}
-	grpc_channel_free(a->ch);
-	a->ch = ch;
+	oap_set_channel(oap, ch);
 	log_notice("reload: OAP %s%s", next->oap, next->tls.enabled ? " over TLS" : "");
 	return true;
 }
 
-/* Forgets every process: the next heartbeat finds them again and reports them as they are now. */
-static void forget_processes(struct agent *a)
+bool reload_read(const struct agent_opts *now, int argc, char **argv, struct oap *oap,
+		 struct agent_opts *next, bool *identity)
 {
-	for (size_t i = 0; i < a->nprocs; i++)
-		proc_free(a->procs[i]);
-	a->nprocs = 0;
-}
-
-void agent_reload(struct agent *a)
-{
-	static struct agent_opts next;	/* a profiler_opts is 4 KiB */
-	bool identity;
-
-	memset(&next, 0, sizeof(next));
+	memset(next, 0, sizeof(*next));
 	log_notice("SIGHUP: reading %s again", config_path() ? config_path() : "the command line");
-	if (parse_args(&next, a->argc, a->argv)) {
+	if (opts_parse(next, argc, argv)) {
 		log_error("reload: the settings above are wrong; the running ones are kept");
-		free(next.token);
-		return;
+		free(next->token);
+		return false;
 	}
-	keep_restart_keys(&a->o, &next);
-	if (channel_differs(&a->o, &next) && !swap_channel(a, &next)) {
-		free(next.token);
-		return;
+	keep_restart_keys(now, next);
+	if (channel_differs(now, next) && !swap_channel(oap, next)) {
+		free(next->token);
+		return false;
 	}
-	identity = identity_differs(&a->o, &next);
-	if (a->o.token) {
-		memset(a->o.token, 0, strlen(a->o.token));
-		free(a->o.token);
-	}
-	a->o = next;
-	symbolizer_apply(a->sym, &a->o.prof.symbols);
-	a->spool.limit = a->o.spool_bytes;	/* a smaller spool drops its oldest at the next push */
-	if (identity)
-		forget_processes(a);
-	log_notice("reload: selection (%d pids, %d patterns, %d cgroups), intervals, spool%s applied; "
-		   "profiler options apply to profilers loaded from now on%s", a->o.npids, a->o.nexe,
-		   a->o.ncgroups, identity ? ", service, instance, layer and labels (processes reported again)" : "",
-		   a->o.pin_dir ? " (pinned ones keep theirs until a restart)" : "");
+	*identity = identity_differs(now, next);
+	return true;
 }

@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "agent_internal.h"
+#include "agent_opts.h"
 #include "cli.h"
+#include "skywalking.h"
+#include "util.h"
 
 enum {
 	OPT_OAP = 256, OPT_TOKEN_FILE, OPT_TOKEN, OPT_EXE, OPT_CGROUP, OPT_SERVICE, OPT_INSTANCE,
@@ -151,7 +153,7 @@ static bool parse_size(const char *what, const char *arg, uint64_t *out)
 static char *read_token_file(const char *path)
 {
 	char buf[4096], *start, *end;
-	ssize_t n = read_small(path, buf, sizeof(buf));
+	ssize_t n = read_small_file(path, buf, sizeof(buf));
 
 	if (n < 0) {
 		log_error("--token-file %s: %s", path, strerror((int)-n));
@@ -440,8 +442,17 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 }
 
 /* Returns 0 to go on, -1 after --help, or an exit code. */
-int parse_args(struct agent_opts *o, int argc, char **argv)
+int opts_parse(struct agent_opts *o, int argc, char **argv)
 {
 	return cli_parse(argc, argv, "+p:d:vh", agent_options, CLI_KIND_OPTIONS | CLI_CAPS, parse_with, o);
+}
+
+void opts_free_token(struct agent_opts *o)
+{
+	if (o->token) {
+		memset(o->token, 0, strlen(o->token));
+		free(o->token);
+	}
+	o->token = NULL;
 }
 

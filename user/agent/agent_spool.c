@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Encoded messages wait here until the OAP takes them, so an outage loses
- * nothing until the spool is full; then the oldest go first.  One batch is
- * one collectProfilingData stream, sent in order.
+ * The spool: encoded messages wait here until the OAP takes them, so an
+ * outage loses nothing until the spool is full; then the oldest go first.
+ * One batch is one collectProfilingData stream, sent in order.
  */
 #include <inttypes.h>
 #include <stdlib.h>
-#include "agent_internal.h"
+#include "agent_spool.h"
+#include "util.h"
 
-void spool_pop(struct spool *s)
+static void spool_pop(struct spool *s)
 {
 	struct spool_batch *b = s->head;
 
@@ -20,10 +21,10 @@ void spool_pop(struct spool *s)
 	free(b);
 }
 
-/* The head is sent or given up: its ledger file goes too. */
+/* The head is sent or given up: its batch record goes too. */
 static void spool_forget_head(struct spool *s)
 {
-	ledger_forget_batch(s->ledger, s->head->seq);
+	store_forget_batch(s->store, s->head->seq);
 	spool_pop(s);
 }
 
@@ -34,7 +35,6 @@ static void spool_drop_oldest(struct spool *s)
 	spool_forget_head(s);
 }
 
-/* Queues @msgs (taken), saved as ledger batch @seq (0: not saved); drops the oldest batches to stay under the limit. */
 void spool_push(struct spool *s, struct sw_msgs *msgs, uint64_t seq)
 {
 	struct spool_batch *b = calloc_logged(1, sizeof(*b));
@@ -44,7 +44,7 @@ void spool_push(struct spool *s, struct sw_msgs *msgs, uint64_t seq)
 		s->dropped_msgs += msgs->n;
 		s->dropped_bytes += msgs->bytes;
 		sw_msgs_free(msgs);
-		ledger_forget_batch(s->ledger, seq);
+		store_forget_batch(s->store, seq);
 		return;
 	}
 	while (s->head && s->bytes + msgs->bytes > s->limit)
@@ -63,47 +63,49 @@ void spool_push(struct spool *s, struct sw_msgs *msgs, uint64_t seq)
 	s->bytes += b->msgs.bytes;
 }
 
-
-void spool_send(struct agent *a)
+void spool_send(struct spool *s, struct oap *oap)
 {
-	struct spool *s = &a->spool;
-
-	while (s->head && !a->fatal) {
+	while (s->head && !oap->fatal) {
 		struct grpc_status st;
-		int code = send_batch(a, &s->head->msgs, &st);
+		int code = oap_send_batch(oap, &s->head->msgs, &st);
 
-		if (!call_failed(a, CALL_COLLECT, code, &st)) {
+		if (!oap_call_failed(oap, CALL_COLLECT, code, &st)) {
 			log_info("sent %zu profiling messages (%zu bytes)", s->head->msgs.n,
 				 s->head->msgs.bytes);
 			test_crash_point("sent");	/* acknowledged, file not yet removed */
 			spool_forget_head(s);
 			continue;
 		}
-		if (retryable(code, &st) || a->fatal)
+		if (oap_retryable(code, &st) || oap->fatal)
 			return;
 		/* Rejected for good (e.g. INVALID_ARGUMENT): resending would not help. */
 		log_warn("dropped %zu profiling messages the OAP rejected", s->head->msgs.n);
 		spool_drop_oldest(s);
 	}
 	if (!s->head)
-		call_idle(a, CALL_COLLECT);	/* nothing waits: no upload outage */
+		oap_call_idle(oap, CALL_COLLECT);	/* nothing waits: no upload outage */
 }
 
-/* At exit: what never reached the OAP. */
-void spool_log_losses(const struct agent *a)
+void spool_log_losses(const struct spool *s, const char *oap_addr)
 {
-	if (a->spool.head) {
+	if (s->head) {
 		size_t pending = 0, kept = 0;
 
-		for (struct spool_batch *b = a->spool.head; b; b = b->next) {
+		for (struct spool_batch *b = s->head; b; b = b->next) {
 			pending += b->msgs.n;
 			kept += b->seq ? b->msgs.n : 0;
 		}
 		log_warn("%zu profiling messages (%zu bytes) could not be sent to %s%s", pending,
-			 a->spool.bytes, a->o.oap, kept == pending ? "; the ledger keeps them for the next start"
+			 s->bytes, oap_addr, kept == pending ? "; the ledger keeps them for the next start"
 				 : kept ? "; the ledger keeps some of them for the next start" : "");
 	}
-	if (a->spool.dropped_msgs)
+	if (s->dropped_msgs)
 		log_warn("%" PRIu64 " profiling messages (%" PRIu64 " bytes) were dropped: the spool was full",
-			 a->spool.dropped_msgs, a->spool.dropped_bytes);
+			 s->dropped_msgs, s->dropped_bytes);
+}
+
+void spool_free(struct spool *s)
+{
+	while (s->head)
+		spool_pop(s);
 }
