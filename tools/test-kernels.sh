@@ -39,8 +39,9 @@
 #                     normal; confidentiality (or lockdown): lockdown=confidentiality;
 #                     integrity: lockdown=integrity (what Debian's kernels do under UEFI Secure
 #                     Boot, and what this host runs)
-#   --tests LIST      comma-separated test files of tests/bpf (default 50-pinned,55-degraded,60-locks;
-#                     none: smoke steps only)
+#   --tests LIST      comma-separated test files: a name is tests/bpf/NAME.t, a path (with a /) is
+#                     taken from the top of the tree, e.g. tests/python/10-frames.t (default
+#                     50-pinned,55-degraded,60-locks; none: smoke steps only)
 #   --test-modes LIST the boot modes that also run the test files (default normal)
 #   --rebuild-root    rebuild the cached host root image (after installing packages)
 # Environment:
@@ -99,7 +100,7 @@ while [ $# -gt 0 ]; do
 	--test-modes) TEST_MODES=$2; shift ;;
 	--test-modes=*) TEST_MODES=${1#--test-modes=} ;;
 	--rebuild-root) REBUILD_ROOT=1 ;;
-	-h|--help) sed -n '3,54p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,55p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option $1 (--help)" ;;
 	linux-image-*) [ -f "$1" ] && images+=("$(realpath "$1")") || pkgs+=("$1") ;;
 	*) [ -f "$1" ] || die "$1: no such kernel image"; images+=("$(realpath "$1")") ;;
@@ -178,7 +179,15 @@ RUN_TESTS=0
 HOSTROOT="$KDIR/hostroot.sqfs"
 TREE_IMG="$KDIR/tree.sqfs"
 if [ $RUN_TESTS = 1 ]; then
-	for t in ${TESTS//,/ }; do [ -f "tests/bpf/$t.t" ] || die "tests/bpf/$t.t: no such test file"; done
+	# every file as a path from the top of the tree (the guest's /aperture)
+	paths=
+	for t in ${TESTS//,/ }; do
+		case $t in */*) ;; *) t=tests/bpf/$t.t ;; esac
+		case $t in /*|*..*|*[!A-Za-z0-9._/-]*) die "$t: a test file is a path inside the tree" ;; esac
+		[ -f "$t" ] || die "$t: no such test file"
+		paths=${paths:+$paths,}$t
+	done
+	TESTS=$paths
 	make -s -C tests >/dev/null || die "make -C tests failed"
 	# What the test files need is bash, perl (prove), /usr/bin/python3, go (pprof), bpftool and
 	# coreutils: the root less the big trees nothing runs from.  Built once (a few minutes).
@@ -462,7 +471,7 @@ echo "APERTURE-SMOKE-END"
 
 # The test files, with this machine's root (disk 1, squashfs) under a tmpfs overlay and the tree
 # (disk 2) at /aperture: TAP of `prove -v` between markers, one pair a file.
-TESTS=$(sed -n 's/.*aperture\.tests=\([a-z0-9,-]*\).*/\1/p' /proc/cmdline)
+TESTS=$(sed -n 's/.*aperture\.tests=\([A-Za-z0-9,._/-]*\).*/\1/p' /proc/cmdline)
 SCALE=$(sed -n 's/.*aperture\.scale=\([0-9.]*\).*/\1/p' /proc/cmdline)
 FILE_TIMEOUT=$(sed -n 's/.*aperture\.file_timeout=\([0-9]*\).*/\1/p' /proc/cmdline)
 R=/newroot
@@ -502,7 +511,7 @@ if [ -n "$TESTS" ]; then
 			rc=0
 			timeout -s KILL "$FILE_TIMEOUT" chroot $R /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 				PATH=/usr/sbin:/usr/bin:/sbin:/bin APERTURE_TEST_SCALE="$SCALE" \
-				/bin/bash -c "cd /aperture && exec prove -v --nocolor --exec bash tests/bpf/$t.t" </dev/null 2>&1 || rc=$?
+				/bin/bash -c "cd /aperture && exec prove -v --nocolor --exec bash $t" </dev/null 2>&1 || rc=$?
 			echo "APERTURE-TEST-FILE-END $t rc=$rc secs=$(awk -v a="$t1" '{ printf "%.0f", $1 - a }' /proc/uptime)"
 			# whatever a killed file left behind must not change the next one
 			for p in $(ls $R/sys/fs/bpf 2>/dev/null); do
@@ -560,7 +569,10 @@ RESULTS="$KDIR/results.md"
 # smoke_tap LOG: the smoke steps' lines
 smoke_tap() { sed -n '/APERTURE-SMOKE-BEGIN/,/^APERTURE-SMOKE-END/p' "$1" | sed 's/^.*APERTURE-SMOKE-BEGIN/APERTURE-SMOKE-BEGIN/'; }
 # file_tap LOG FILE: the prove -v output of one test file
-file_tap() { sed -n "/^APERTURE-TEST-FILE-BEGIN $2\$/,/^APERTURE-TEST-FILE-END $2 /p" "$1"; }
+file_tap() {
+	awk -v f="$2" '$0 == "APERTURE-TEST-FILE-BEGIN " f { on = 1 } on { print }
+		on && index($0, "APERTURE-TEST-FILE-END " f " ") == 1 { exit }' "$1"
+}
 # file_counts LOG FILE: "FILE|ok|not ok|skipped|prove's result|seconds"
 file_counts() {
 	file_tap "$1" "$2" | awk -v f="$2" '
@@ -598,7 +610,7 @@ for img in "${images[@]}"; do
 		summary+=("${rel:-$tag}|$mode|$secs|$st|$log")
 		say "$tag ($mode): $st in $secs s: $(grep -c '^ok ' "$log.smoke" || true) ok, $(grep -c '^not ok ' "$log.smoke" || true) not ok"
 		for t in ${files//,/ }; do
-			say "  tests/bpf/$t.t: $(file_counts "$log" "$t" | awk -F'|' '{ print $2 " ok, " $3 " not ok, " $4 " skipped, " $5 ", " $6 " s" }')"
+			say "  $t: $(file_counts "$log" "$t" | awk -F'|' '{ print $2 " ok, " $3 " not ok, " $4 " skipped, " $5 ", " $6 " s" }')"
 		done
 	done
 done
