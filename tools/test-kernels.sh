@@ -123,7 +123,8 @@ fetch_kernel() {
 		apt-get update >/dev/null
 		apt-cache show "$pkg" >/dev/null 2>&1 || die "$pkg: no such package in the apt sources"
 	fi
-	while [ -n "$pkg" ] && apt-cache show "$pkg" | grep -q '^Description:.*meta-package'; do
+	# grep reads it all: grep -q's early exit made apt-cache's SIGPIPE fail the pipe (pipefail)
+	while [ -n "$pkg" ] && apt-cache show "$pkg" | grep '^Description:.*meta-package' >/dev/null; do
 		dep=$(apt-cache depends --important "$pkg" | sed -n 's/^ *Depends: \(linux-image-[^ ]*\).*/\1/p' | head -1)
 		[ -n "$dep" ] || die "$pkg: a metapackage without a linux-image dependency"
 		pkg=$dep
@@ -513,6 +514,9 @@ if [ -n "$TESTS" ]; then
 				PATH=/usr/sbin:/usr/bin:/sbin:/bin APERTURE_TEST_SCALE="$SCALE" \
 				/bin/bash -c "cd /aperture && exec prove -v --nocolor --exec bash $t" </dev/null 2>&1 || rc=$?
 			echo "APERTURE-TEST-FILE-END $t rc=$rc secs=$(awk -v a="$t1" '{ printf "%.0f", $1 - a }' /proc/uptime)"
+			# a tick too slow under emulation makes the kernel lower the sampling rate it allows
+			diag "after $t: kernel.perf_event_max_sample_rate $(cat /proc/sys/kernel/perf_event_max_sample_rate)"
+			dmesg | grep 'perf: interrupt took too long' | tail -1 | sed 's/^/#   /'
 			# whatever a killed file left behind must not change the next one
 			for p in $(ls $R/sys/fs/bpf 2>/dev/null); do
 				[ -d "$R/sys/fs/bpf/$p" ] && diag "left pinned: /sys/fs/bpf/$p" && rm -rf "$R/sys/fs/bpf/$p"
