@@ -39,8 +39,9 @@
 #                     normal; confidentiality (or lockdown): lockdown=confidentiality;
 #                     integrity: lockdown=integrity (what Debian's kernels do under UEFI Secure
 #                     Boot, and what this host runs)
-#   --tests LIST      comma-separated test files under tests/, without .t (default
-#                     pinning/50-pinned,doctor/55-degraded,profilers/60-locks;
+#   --tests LIST      comma-separated test files: FOLDER/NAME is tests/FOLDER/NAME.t, a path ending
+#                     in .t is taken from the top of the tree, e.g. tests/python/10-frames.t
+#                     (default pinning/50-pinned,doctor/55-degraded,profilers/60-locks;
 #                     none: smoke steps only)
 #   --test-modes LIST the boot modes that also run the test files (default normal)
 #   --rebuild-root    rebuild the cached host root image (after installing packages)
@@ -100,7 +101,7 @@ while [ $# -gt 0 ]; do
 	--test-modes) TEST_MODES=$2; shift ;;
 	--test-modes=*) TEST_MODES=${1#--test-modes=} ;;
 	--rebuild-root) REBUILD_ROOT=1 ;;
-	-h|--help) sed -n '3,54p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,55p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option $1 (--help)" ;;
 	linux-image-*) [ -f "$1" ] && images+=("$(realpath "$1")") || pkgs+=("$1") ;;
 	*) [ -f "$1" ] || die "$1: no such kernel image"; images+=("$(realpath "$1")") ;;
@@ -123,7 +124,8 @@ fetch_kernel() {
 		apt-get update >/dev/null
 		apt-cache show "$pkg" >/dev/null 2>&1 || die "$pkg: no such package in the apt sources"
 	fi
-	while [ -n "$pkg" ] && apt-cache show "$pkg" | grep -q '^Description:.*meta-package'; do
+	# grep reads it all: grep -q's early exit made apt-cache's SIGPIPE fail the pipe (pipefail)
+	while [ -n "$pkg" ] && apt-cache show "$pkg" | grep '^Description:.*meta-package' >/dev/null; do
 		dep=$(apt-cache depends --important "$pkg" | sed -n 's/^ *Depends: \(linux-image-[^ ]*\).*/\1/p' | head -1)
 		[ -n "$dep" ] || die "$pkg: a metapackage without a linux-image dependency"
 		pkg=$dep
@@ -179,7 +181,15 @@ RUN_TESTS=0
 HOSTROOT="$KDIR/hostroot.sqfs"
 TREE_IMG="$KDIR/tree.sqfs"
 if [ $RUN_TESTS = 1 ]; then
-	for t in ${TESTS//,/ }; do [ -f "tests/$t.t" ] || die "tests/$t.t: no such test file"; done
+	# every file as a path from the top of the tree (the guest's /aperture)
+	paths=
+	for t in ${TESTS//,/ }; do
+		case $t in *.t) ;; *) t=tests/$t.t ;; esac
+		case $t in /*|*..*|*[!A-Za-z0-9._/-]*) die "$t: a test file is a path inside the tree" ;; esac
+		[ -f "$t" ] || die "$t: no such test file"
+		paths=${paths:+$paths,}$t
+	done
+	TESTS=$paths
 	make -s -C tests >/dev/null || die "make -C tests failed"
 	# What the test files need is bash, perl (prove), /usr/bin/python3, go (pprof), bpftool and
 	# coreutils: the root less the big trees nothing runs from.  Built once (a few minutes).
@@ -463,7 +473,7 @@ echo "APERTURE-SMOKE-END"
 
 # The test files, with this machine's root (disk 1, squashfs) under a tmpfs overlay and the tree
 # (disk 2) at /aperture: TAP of `prove -v` between markers, one pair a file.
-TESTS=$(sed -n 's/.*aperture\.tests=\([a-z0-9,/-]*\).*/\1/p' /proc/cmdline)
+TESTS=$(sed -n 's/.*aperture\.tests=\([A-Za-z0-9,._/-]*\).*/\1/p' /proc/cmdline)
 SCALE=$(sed -n 's/.*aperture\.scale=\([0-9.]*\).*/\1/p' /proc/cmdline)
 FILE_TIMEOUT=$(sed -n 's/.*aperture\.file_timeout=\([0-9]*\).*/\1/p' /proc/cmdline)
 R=/newroot
@@ -503,8 +513,11 @@ if [ -n "$TESTS" ]; then
 			rc=0
 			timeout -s KILL "$FILE_TIMEOUT" chroot $R /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 				PATH=/usr/sbin:/usr/bin:/sbin:/bin APERTURE_TEST_SCALE="$SCALE" \
-				/bin/bash -c "cd /aperture && exec prove -v --nocolor --exec bash tests/$t.t" </dev/null 2>&1 || rc=$?
+				/bin/bash -c "cd /aperture && exec prove -v --nocolor --exec bash $t" </dev/null 2>&1 || rc=$?
 			echo "APERTURE-TEST-FILE-END $t rc=$rc secs=$(awk -v a="$t1" '{ printf "%.0f", $1 - a }' /proc/uptime)"
+			# a tick too slow under emulation makes the kernel lower the sampling rate it allows
+			diag "after $t: kernel.perf_event_max_sample_rate $(cat /proc/sys/kernel/perf_event_max_sample_rate)"
+			dmesg | grep 'perf: interrupt took too long' | tail -1 | sed 's/^/#   /'
 			# whatever a killed file left behind must not change the next one
 			for p in $(ls $R/sys/fs/bpf 2>/dev/null); do
 				[ -d "$R/sys/fs/bpf/$p" ] && diag "left pinned: /sys/fs/bpf/$p" && rm -rf "$R/sys/fs/bpf/$p"
@@ -561,7 +574,10 @@ RESULTS="$KDIR/results.md"
 # smoke_tap LOG: the smoke steps' lines
 smoke_tap() { sed -n '/APERTURE-SMOKE-BEGIN/,/^APERTURE-SMOKE-END/p' "$1" | sed 's/^.*APERTURE-SMOKE-BEGIN/APERTURE-SMOKE-BEGIN/'; }
 # file_tap LOG FILE: the prove -v output of one test file
-file_tap() { sed -n "\|^APERTURE-TEST-FILE-BEGIN $2\$|,\|^APERTURE-TEST-FILE-END $2 |p" "$1"; }
+file_tap() {
+	awk -v f="$2" '$0 == "APERTURE-TEST-FILE-BEGIN " f { on = 1 } on { print }
+		on && index($0, "APERTURE-TEST-FILE-END " f " ") == 1 { exit }' "$1"
+}
 # file_counts LOG FILE: "FILE|ok|not ok|skipped|prove's result|seconds"
 file_counts() {
 	file_tap "$1" "$2" | awk -v f="$2" '
@@ -599,7 +615,7 @@ for img in "${images[@]}"; do
 		summary+=("${rel:-$tag}|$mode|$secs|$st|$log")
 		say "$tag ($mode): $st in $secs s: $(grep -c '^ok ' "$log.smoke" || true) ok, $(grep -c '^not ok ' "$log.smoke" || true) not ok"
 		for t in ${files//,/ }; do
-			say "  tests/$t.t: $(file_counts "$log" "$t" | awk -F'|' '{ print $2 " ok, " $3 " not ok, " $4 " skipped, " $5 ", " $6 " s" }')"
+			say "  $t: $(file_counts "$log" "$t" | awk -F'|' '{ print $2 " ok, " $3 " not ok, " $4 " skipped, " $5 ", " $6 " s" }')"
 		done
 	done
 done

@@ -189,8 +189,9 @@ static long python_frame_step(__u64 index, void *arg)
 	struct python_cursor *cur = e->cur;
 	const struct python_proc *py = e->py;
 	struct aperture_stack *st = e->st;
-	__u64 frame = cur->frame, code, name, back;
-	__u32 depth = st->depth, zero = 0;
+	__u64 frame = cur->frame, code, name, back, ip;
+	__u64 depth = st->depth;	/* 64 bits: a __u32's compare ran on a zero-extended copy */
+	__u32 zero = 0;
 	struct python_buf *b = bpf_map_lookup_elem(&python_scratch, &zero);
 	__u8 entry = 0;
 
@@ -211,13 +212,19 @@ static long python_frame_step(__u64 index, void *arg)
 	if (!code || !py_read_span(b->code, py->code_len, code + py->code_lo))
 		goto cut;
 	name = py_u64(b->code, (__u32)py->code_name - py->code_lo);
+	ip = py_frame_encode(code, python_instr(py, b, code),
+			     python_generation(cur->tgid, code, py_code_identity(name,
+				py_u32(b->code, (__u32)py->code_firstlineno - py->code_lo))));
+	/*
+	 * Checked after the map calls, where it indexes: 6.1 lost the bound of
+	 * a depth checked before them ("R3 unbounded memory access").
+	 */
+	barrier_var(depth);
 	if (depth >= APERTURE_MAX_DEPTH) {
 		e->full = true;
 		return 1;
 	}
-	st->ips[depth] = py_frame_encode(code, python_instr(py, b, code),
-					 python_generation(cur->tgid, code, py_code_identity(name,
-						py_u32(b->code, (__u32)py->code_firstlineno - py->code_lo))));
+	st->ips[depth] = ip;
 	st->depth = depth + 1;
 	e->emitted++;
 	cur->frame = back;
