@@ -7,26 +7,39 @@
 # programs over that window, per program name: ns per run and runs.  ROUNDS
 # rounds, medians.  Usage: bash bench/ab_progs.sh "ARGS" "WORKLOAD" BINARY...
 # e.g. bash bench/ab_progs.sh "-F 997" "bench/build/cpuwork 8" ./old ./aperture
+# With {PID} in ARGS the workload starts first (it must run D + 10 s or
+# more), {PID} becomes its pid, and the window is D seconds of its run:
+# bash bench/ab_progs.sh "-p {PID} --unwind dwarf -F 999" \
+#	"bench/build/deepstack-nofp 30 90 2" ./old ./aperture
 # Knobs: ROUNDS (3), D (8).  See bench/README.md.
 . "$(dirname "$0")/lib.sh"
 D=${D:-8}
 
 main() {
-	local args=$1 workload=$2 r i ap pids=() ids=() k
+	local args=$1 workload=$2 r i ap pids=() ids=() k wl
 	shift 2
 	[ $# -gt 0 ] || { echo 'usage: bash bench/ab_progs.sh "ARGS" "WORKLOAD" BINARY...' >&2; exit 2; }
 	mkdir -p "$BIN"
 	for w in cpuwork pingpong deepstack; do
 		[ -x "$BIN/$w" ] || gcc -O2 -g -fno-omit-frame-pointer -pthread -o "$BIN/$w" "bench/$w.c" || exit 1
 	done
+	[ -x "$BIN/deepstack-nofp" ] ||
+		gcc -O2 -g -fomit-frame-pointer -pthread -o "$BIN/deepstack-nofp" bench/deepstack.c || exit 1
 	printf 'Side by side: record %s, workload %s, %s s, %s rounds, load average %s\n' \
 		"$args" "$workload" "$D" "$ROUNDS" "$(cut -d' ' -f1-3 /proc/loadavg)"
 	for r in $(seq "$ROUNDS"); do
 		pids=()
 		i=0
+		wl=
+		if [[ $args == *"{PID}"* ]]; then
+			# shellcheck disable=SC2086
+			$workload >/dev/null 2>&1 &
+			wl=$!
+			BGPIDS+=("$wl")
+		fi
 		for ap in "$@"; do
 			# shellcheck disable=SC2086
-			start_tool "ab$i" timeout -k 5 300 "$ap" record $args -d 120 --top 0 -o "$W/ab$i.folded" || exit 1
+			start_tool "ab$i" timeout -k 5 300 "$ap" record ${args//"{PID}"/$wl} -d 120 --top 0 -o "$W/ab$i.folded" || exit 1
 			pids+=("$TOOL_PID")
 			i=$((i + 1))
 		done
@@ -37,8 +50,12 @@ main() {
 			echo "${ids[*]}" >"$W/ids$i"
 			bpf_stats_of "${ids[@]}" >"$W/before$i"
 		done
-		# shellcheck disable=SC2086
-		$workload >/dev/null 2>&1
+		if [ -n "$wl" ]; then
+			sleep "$D"
+		else
+			# shellcheck disable=SC2086
+			$workload >/dev/null 2>&1
+		fi
 		for i in "${!pids[@]}"; do
 			read -r -a ids <"$W/ids$i"
 			bpf_stats_of "${ids[@]}" >"$W/after$i"
@@ -46,6 +63,7 @@ main() {
 		done
 		sysctl -qw kernel.bpf_stats_enabled="$STATS_ORIG"
 		for TOOL_PID in "${pids[@]}"; do stop_tool; done
+		[ -n "$wl" ] && { kill "$wl" 2>/dev/null; wait "$wl" 2>/dev/null; }
 	done
 	printf '\n  %-36s %-24s %10s %12s\n' binary program "ns/run" "runs/round"
 	i=0
