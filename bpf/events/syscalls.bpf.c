@@ -89,6 +89,31 @@ static __always_inline bool syscall_kept(const struct syscalls_config *cfg, long
 	return (cfg->only[(nr / 64) & (SYSCALL_FILTER_NRS / 64 - 1)] >> (nr % 64)) & 1;
 }
 
+/*
+ * With a pid filter: is the current task's process a target?  Decided once
+ * per task and kept in its storage while control.cache_gen stays the same
+ * (user space bumps it after changing target_pids; a child the kernel adds
+ * at fork is a new task, with nothing cached), so that a syscall of a task
+ * that is not a target costs one storage lookup, not a hash lookup.  The
+ * generation is read before the set: a change made meanwhile is seen on the
+ * next call.
+ */
+static __always_inline bool syscall_target(const struct aperture_control *ctl,
+					   struct syscalls_start *start)
+{
+	__u32 gen = ctl->cache_gen + 1;	/* 0 is a fresh storage's: never decided */
+	__u32 tgid;
+	__u8 *profilers;
+
+	if (start->cache_gen == gen)
+		return start->wanted;
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	profilers = bpf_map_lookup_elem(&target_pids, &tgid);
+	start->wanted = profilers && (*profilers & (1u << PROFILER_ID));
+	start->cache_gen = gen;
+	return start->wanted;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 {
@@ -98,7 +123,7 @@ int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 
 	if (!ctl || !cfg || !syscall_kept(cfg, id))
 		return 0;
-	if (!task_wanted(ctl, bpf_get_current_pid_tgid() >> 32))
+	if (ctl->cgroup_id && bpf_get_current_cgroup_id() != ctl->cgroup_id)
 		return 0;
 	start = bpf_task_storage_get(&syscall_start, bpf_get_current_task_btf(), NULL,
 				     BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -106,6 +131,8 @@ int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 		stat_inc(STAT_START_FULL);
 		return 0;
 	}
+	if (ctl->filter_pids && !syscall_target(ctl, start))
+		return 0;	/* the entry time only for targets: the exit sees none */
 	start->nr = id;
 	start->enter_ns = bpf_ktime_get_ns();
 	return 0;

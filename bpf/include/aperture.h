@@ -103,7 +103,7 @@ struct aperture_control {
 	__u32 keep_totals;	/* also add every event to the never-drained totals map */
 	__u32 raw_events;	/* a reader writes the raw event stream: the kinds' thresholds apply */
 	__u32 follow_children;	/* 1: a target's child becomes a target at fork (live: --no-children) */
-	__u32 pad;
+	__u32 cache_gen;	/* bumped after changing target_pids or emptying seen_tgids: kernel caches are redone */
 };
 
 /*

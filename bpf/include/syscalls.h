@@ -39,6 +39,8 @@ struct syscalls_config {
 struct syscalls_start {
 	__u64 enter_ns;		/* 0: none */
 	__u64 nr;
+	__u32 cache_gen;	/* control.cache_gen + 1 when `wanted` was decided; 0: never */
+	__u32 wanted;		/* with a pid filter: this task's process is a target */
 };
 
 _Static_assert(sizeof(struct syscalls_value) == 8 * (4 + SYSCALL_HIST_SLOTS), "syscalls_value layout");

@@ -12,6 +12,7 @@
 
 #include "lib/stats.bpf.h"
 #include "lib/control.bpf.h"
+#include "lib/last_seen.bpf.h"
 
 /*
  * tgids already announced to user space.  LRU: an evicted tgid is announced
@@ -33,10 +34,17 @@ struct {
 static __always_inline void process_seen(__u32 tgid)
 {
 	struct aperture_event *event;
+	struct last_seen now;
+	bool noted = last_seen_now(tgid, &now);
 	__u8 one = 1;
 
-	if (bpf_map_lookup_elem(&seen_tgids, &tgid))
+	if (noted && last_seen_hit(&now))
 		return;
+	if (bpf_map_lookup_elem(&seen_tgids, &tgid)) {
+		if (noted)
+			last_seen_set(&now);
+		return;
+	}
 	bpf_map_update_elem(&seen_tgids, &tgid, &one, BPF_ANY);
 	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
 	if (!event) {
@@ -48,6 +56,8 @@ static __always_inline void process_seen(__u32 tgid)
 	event->type = EVENT_NEW_PROCESS;
 	event->tgid = tgid;
 	bpf_ringbuf_submit(event, 0);
+	if (noted)
+		last_seen_set(&now);
 }
 
 /*

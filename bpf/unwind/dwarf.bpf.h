@@ -78,6 +78,81 @@ __noinline int unwind_row_index(__u32 first, __u32 nrows, __u64 rel)
 	return lo ? (int)(first + lo - 1) : -1;
 }
 
+/*
+ * The last row this CPU's walk found, for the pcs [lo, hi) it covers
+ * (absolute, within its mapping): a recursion's frames share a return
+ * address and skip both searches.  Emptied at the start of every walk, so
+ * that tables the loader rewrites between samples are never read through a
+ * stale index; a walk that interrupts another (a sample in a tracepoint's
+ * walk) empties it too, and the tgid keeps one process's row from another's.
+ */
+struct unwind_last_row {
+	__u64 lo;
+	__u64 hi;
+	__u32 tgid;
+	__u32 row;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_last_row);
+} unwind_last_row SEC(".maps");
+
+/*
+ * Global functions, as unwind_row_index: the verifier checks each once, and
+ * the walk's step sees one unknown index, as from the search.
+ */
+
+/* The row of @lookup in @tgid's tables when it is this CPU's last one found, or -1. */
+__noinline int unwind_last_row_get(__u32 tgid, __u64 lookup)
+{
+	__u32 zero = 0;
+	struct unwind_last_row *last = bpf_map_lookup_elem(&unwind_last_row, &zero);
+
+	if (!last || last->tgid != tgid || lookup < last->lo || lookup >= last->hi)
+		return -1;
+	return last->row;
+}
+
+/*
+ * Row @idx of @m was found for @tgid: the pcs it covers run to the next
+ * row's, or the mapping's end.  Returns 0 (a global function returns a scalar).
+ */
+__noinline int unwind_last_row_set(__u32 tgid, struct unwind_mapping *m, __u32 idx)
+{
+	__u32 zero = 0, next = idx + 1;
+	struct unwind_last_row *last = bpf_map_lookup_elem(&unwind_last_row, &zero);
+	struct unwind_row *row, *after = NULL;
+	__u64 lo, hi;
+
+	if (!last || !m)
+		return 0;
+	row = bpf_map_lookup_elem(&unwind_rows, &idx);
+	if (!row)
+		return 0;
+	if (next < m->first_row + m->nrows)
+		after = bpf_map_lookup_elem(&unwind_rows, &next);
+	lo = m->bias + row->pc;
+	hi = after ? m->bias + after->pc : m->end;
+	last->lo = lo > m->start ? lo : m->start;
+	last->hi = hi < m->end ? hi : m->end;
+	last->tgid = tgid;
+	last->row = idx;
+	return 0;
+}
+
+/* A new walk: nothing found yet. */
+static __always_inline void unwind_last_row_clear(void)
+{
+	__u32 zero = 0;
+	struct unwind_last_row *last = bpf_map_lookup_elem(&unwind_last_row, &zero);
+
+	if (last)
+		last->hi = 0;
+}
+
 static __always_inline bool unwind_read(__u64 *out, __u64 addr)
 {
 	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr) == 0;
@@ -199,6 +274,12 @@ static long unwind_step(__u64 index, void *arg)
 		w->truncated = true;
 		return 1;
 	}
+	idx = unwind_last_row_get(w->tgid, lookup);
+	if (idx >= 0) {
+		row = bpf_map_lookup_elem(&unwind_rows, &idx);
+		ret = row ? unwind_row_step(w, row) : -1;
+		goto stepped;
+	}
 	idx = unwind_mapping_index(w->proc, lookup);
 	if (idx < 0) {
 		unwind_report_miss(w);
@@ -210,9 +291,12 @@ static long unwind_step(__u64 index, void *arg)
 		ret = unwind_fp_step(w);
 	} else {
 		idx = unwind_row_index(m->first_row, m->nrows, lookup - m->bias);
+		if (idx >= 0)
+			unwind_last_row_set(w->tgid, m, idx);
 		row = idx >= 0 ? bpf_map_lookup_elem(&unwind_rows, &idx) : NULL;
 		ret = row ? unwind_row_step(w, row) : -1;
 	}
+stepped:
 	if (ret < 0)
 		w->truncated = true;
 	return ret != 0 || !w->pc;
@@ -276,6 +360,7 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 	if (!unwind_walk_begin(&w, st))
 		return 0;
 	w.precise = true;
+	unwind_last_row_clear();
 	bpf_loop(APERTURE_MAX_DEPTH + 1, unwind_step, &w, 0);
 	if (w.truncated)
 		unwind_mark(st, APERTURE_IP_TRUNCATED);

@@ -42,4 +42,53 @@ ap_ok "--syscall-stacks 10000" stk record --syscalls --syscall-stacks 10000 --to
 	-- "$WL/sysburn" 10 1 5
 ok "slow nanosleeps have the caller's stack" grep -qE '^sysburn;.*main;.*clock_nanosleep [0-9]+$' "$TMP/stk.folded"
 ok "fast calls stay without a stack" grep -qE '^sysburn;getppid [0-9]+$' "$TMP/stk.folded"
+# Live targets (a pinned daemon, -p A): the kernel caches per task whether it
+# is a target, redone when control.cache_gen changes (aperture-ctl bumps it
+# after each change of the set).  A and B sleep 20 ms back to back, so the
+# latency they add over a window is the window's length; one call may be in
+# flight at a change.
+if command -v bpftool >/dev/null; then
+	DIR=/sys/fs/bpf/aperture_test_sc_$$
+	CTL="$TOP/tools/aperture-ctl"
+	at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+	cp "$WL/sysburn" "$TMP/sc_a"; cp "$WL/sysburn" "$TMP/sc_b"
+	bg "$TMP/sc_a" 0 0 3000; A=$BG_PID
+	bg "$TMP/sc_b" 0 0 3000; B=$BG_PID
+	bg "$APERTURE" run --pin "$DIR" --syscalls -p "$A" 2>"$TMP/pin.err"; DAEMON=$BG_PID
+	for ((i = 0; i < 100 * TEST_SCALE; i++)); do [ -e "$DIR/syscalls_active" ] && break; sleep 0.1; done
+	# sleep_ns COMM: the latency of COMM's clock_nanosleep calls in the pinned totals
+	sleep_ns() { APERTURE="$APERTURE" "$CTL" -d "$DIR" dump syscalls |
+		awk -v c="$1" -F'[; ]' '$1 == c && $2 == "@0xe6" { t += $3 } END { printf "%.0f\n", t }'; }
+	# window COMM SECONDS: "MIN_NS MAX_NS GROWN_NS" of COMM over about SECONDS: the two
+	# readings were taken between MIN (from the end of the first to the start of
+	# the second) and MAX (from the start of the first to the end of the second) apart
+	window() {
+		local t0 t1 t2 t3 w0 w1
+		t0=$(date +%s%N); w0=$(sleep_ns "$1"); t1=$(date +%s%N)
+		sleep "$2"
+		t2=$(date +%s%N); w1=$(sleep_ns "$1"); t3=$(date +%s%N)
+		echo "$((t2 - t1)) $((t3 - t0)) $((w1 - w0))"
+	}
+	# counted NAME MIN MAX GROWN: GROWN within MIN less 10 % and MAX plus one call (40 ms)
+	counted() {
+		ok "$1 ($4 ns, readings $2..$3 ns apart)" awk -v lo="$2" -v hi="$3" -v g="$4" \
+			'BEGIN { exit !(g >= lo * 0.9 && g <= hi + 40000000) }'
+	}
+	sleep 1
+	read -r lo hi gr < <(window sc_a 2)
+	counted "target A: its sleeping counted" "$lo" "$hi" "$gr"
+	is "B, not a target, not counted" "$(sleep_ns sc_b)" 0
+	"$CTL" -d "$DIR" target add "$B" >/dev/null
+	"$CTL" -d "$DIR" target remove "$A" >/dev/null
+	sleep 0.2
+	read -r lo hi gr < <(window sc_b 2)
+	counted "B added live: counted from then on" "$lo" "$hi" "$gr"
+	read -r lo hi gr < <(window sc_a 1)
+	ok "A removed live: not counted any more (grew $gr ns)" test "$gr" -le 0
+	kill "$A" "$B"
+	kill -INT "$DAEMON"; wait "$DAEMON"
+	"$APERTURE" run --unpin --pin "$DIR" >/dev/null 2>&1
+else
+	skip "live target changes" "bpftool missing"
+fi
 done_testing

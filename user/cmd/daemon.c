@@ -327,7 +327,7 @@ static void health_line(struct daemon_run *run, uint64_t misses, uint64_t frames
 static void stats_line(struct daemon_run *run)
 {
 	struct usage_line line = { .len = 0 };
-	uint64_t rss_kib, fds, files, bytes;
+	uint64_t rss_kib, fds, files, bytes, heap_kib, heap_free_kib, heap_mmap_kib;
 
 	for (int i = 0; i < run->nprofs; i++) {
 		struct profiler *p = run->profs[i];
@@ -350,8 +350,10 @@ static void stats_line(struct daemon_run *run)
 		usage_append(&line, "%s; ", summary);
 	}
 	usage_process(&rss_kib, &fds);
-	log_notice("stats: %s(used/cap; 0: no cap) rss %" PRIu64 " KiB, %" PRIu64 " fds", line.text,
-		   rss_kib, fds);
+	usage_heap(&heap_kib, &heap_free_kib, &heap_mmap_kib);
+	log_notice("stats: %s(used/cap; 0: no cap) rss %" PRIu64 " KiB, %" PRIu64 " fds; heap %" PRIu64
+		   " KiB in use (%" PRIu64 " of it mmap'ed chunks), %" PRIu64 " KiB free in the arenas",
+		   line.text, rss_kib, fds, heap_kib, heap_mmap_kib, heap_free_kib);
 }
 
 /* --- local outputs --- */

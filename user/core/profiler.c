@@ -385,6 +385,7 @@ int profiler_configure(struct profiler *p)
 	ctl.keep_totals = o->keep_totals;
 	ctl.raw_events = o->raw_events;
 	ctl.follow_children = !o->no_children;
+	ctl.cache_gen++;	/* after the target_pids writes: tasks redo their cached decision */
 	if (bpf_map_update_elem(p->fd[MAP_CONTROL], &zero, &ctl, BPF_ANY)) {
 		log_error("%s: cannot write the control map: %s", p->ops->name, strerror(errno));
 		return -errno;

@@ -117,9 +117,19 @@ static void map_forget_all(int fd)
  */
 static void forget_processes(struct run *run)
 {
+	struct aperture_control ctl;
+	__u32 zero = 0;
+
 	map_forget_all(run->fd[MAP_UNWIND_PROCS]);
 	map_forget_all(run->fd[MAP_UNWIND_FILES]);
 	map_forget_all(run->fd[MAP_SEEN_TGIDS]);
+	/* After: each CPU's note of the last process announced (bpf/lib/last_seen.bpf.h) is stale now. */
+	if (run->fd[MAP_CONTROL] >= 0 && bpf_map_lookup_elem(run->fd[MAP_CONTROL], &zero, &ctl) == 0) {
+		ctl.cache_gen++;
+		if (bpf_map_update_elem(run->fd[MAP_CONTROL], &zero, &ctl, BPF_EXIST))
+			log_warn("cannot write the control map (%s): processes seen before the takeover "
+				 "may not be announced again", strerror(errno));
+	}
 }
 
 int run_watch_events(struct run *run, struct symbolizer *sym, raw_event_fn fn, void *ctx)

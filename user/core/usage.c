@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -80,4 +81,13 @@ void usage_process(uint64_t *rss_kib, uint64_t *fds)
 		*fds -= 3;	/* ".", ".." and the directory's own fd */
 		closedir(dir);
 	}
+}
+
+void usage_heap(uint64_t *in_use_kib, uint64_t *free_kib, uint64_t *mmap_kib)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	*in_use_kib = (mi.uordblks + mi.hblkhd) / 1024;
+	*free_kib = mi.fordblks / 1024;
+	*mmap_kib = mi.hblkhd / 1024;
 }

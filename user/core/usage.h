@@ -27,5 +27,11 @@ void usage_profiler(struct usage_line *line, struct profiler *p);
 void usage_symbols(struct usage_line *line, const struct symbolizer *sym);
 /* This process's resident memory (KiB) and open fds, from /proc/self. */
 void usage_process(uint64_t *rss_kib, uint64_t *fds);
+/*
+ * The allocator's view (glibc mallinfo2, every arena): bytes handed out,
+ * bytes free inside the heap (RSS that malloc keeps), bytes in mmap'ed
+ * chunks; so that RSS splits into what is in use and what is kept.
+ */
+void usage_heap(uint64_t *in_use_kib, uint64_t *free_kib, uint64_t *mmap_kib);
 
 #endif /* USAGE_H */
