@@ -33,8 +33,10 @@ start_fault() {
 	before=$(grep -c '^listening' "$log" 2>/dev/null)
 	bg "$WL/fault_oap" --log "$log" "$@"
 	FPID=$BG_PID
+	local n
 	for i in $(seq 50); do
-		if [ "$(grep -c '^listening' "$log" 2>/dev/null)" -gt "${before:-0}" ]; then
+		n=$(grep -c '^listening' "$log" 2>/dev/null)	# nothing while the log is not there yet
+		if [ "${n:-0}" -gt "${before:-0}" ]; then
 			FPORT=$(awk '$1 == "listening" { p = $2 } END { print p }' "$log")
 			return 0
 		fi
