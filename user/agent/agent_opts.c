@@ -267,7 +267,7 @@ static void apply_rover_defaults(struct agent_opts *o)
 {
 	for (size_t d = 0; d < sizeof(rover_defaults) / sizeof(rover_defaults[0]); d++) {
 		for (int k = 0; profilers[k]; k++) {
-			const struct profiler_option *po = profilers[k]->options;
+			const struct profiler_option *po = profilers[k]->cli.options;
 
 			if (strcmp(profilers[k]->name, rover_defaults[d].profiler))
 				continue;

@@ -282,7 +282,7 @@ static void log_task_end(const struct agent_task *t, const char *how)
 {
 	log_info("task %s (%s, process %s) %s: %" PRIu64 " %s in %" PRIu64 " messages", t->t.task_id,
 		 t->t.target_name, t->t.process_ids[0], how, t->count,
-		 kind_ops(t->kind)->value_types[0].type, t->messages);
+		 kind_ops(t->kind)->schema.value_types[0].type, t->messages);
 }
 
 bool tasks_start_due(struct tasks *ts, int64_t now, struct symbolizer *sym, bool *changed)

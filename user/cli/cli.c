@@ -296,8 +296,8 @@ bool cli_profiler_getopt(unsigned groups, struct option *opts, int *n, int max, 
 		if (groups & CLI_KIND_FLAGS)
 			ok = ok && add_option(opts, n, max, (struct option){ ops->name, no_argument, NULL,
 									     CLI_KIND_FLAG + (int)ops->id });
-		for (int i = 0; (groups & CLI_KIND_OPTIONS) && ops->options && ops->options[i].name; i++) {
-			const struct profiler_option *po = &ops->options[i];
+		for (int i = 0; (groups & CLI_KIND_OPTIONS) && ops->cli.options && ops->cli.options[i].name; i++) {
+			const struct profiler_option *po = &ops->cli.options[i];
 
 			ok = ok && i < CLI_KIND_OPTIONS_MAX &&
 			     add_option(opts, n, max, (struct option){ po->name, po->arg ? required_argument : no_argument,
@@ -357,7 +357,7 @@ void cli_profiler_help(FILE *out, unsigned groups)
 {
 	if (groups & CLI_KIND_FLAGS)
 		for (int k = 0; profilers[k]; k++)
-			help_line(out, 0, profilers[k]->name, NULL, profilers[k]->help);
+			help_line(out, 0, profilers[k]->name, NULL, profilers[k]->cli.help);
 	if (groups & CLI_TARGETS) {
 		help_line(out, 'p', "pid", "PID[,PID...]", "only these processes, their threads and the processes they\n"
 			  "start from now on (followed at fork; COMMAND's too)");
@@ -383,22 +383,22 @@ void cli_profiler_help(FILE *out, unsigned groups)
 			  "files' tables and exited processes go first");
 	}
 	for (int k = 0; (groups & CLI_KIND_OPTIONS) && profilers[k]; k++)
-		for (const struct profiler_option *po = profilers[k]->options; po && po->name; po++)
+		for (const struct profiler_option *po = profilers[k]->cli.options; po && po->name; po++)
 			help_line(out, po->short_name, po->name, po->arg, po->help);
 }
 
 void cli_profiler_defaults(struct profiler_opts *o)
 {
 	for (int k = 0; profilers[k]; k++)
-		if (profilers[k]->config_defaults)
-			profilers[k]->config_defaults(profiler_config(o, profilers[k]));
+		if (profilers[k]->config.defaults)
+			profilers[k]->config.defaults(profiler_config(o, profilers[k]));
 }
 
 /* The profiler option with code @c (or short letter @c), and its profiler. */
 static const struct profiler_option *kind_option(int c, const struct profiler_ops **owner)
 {
 	for (int k = 0; profilers[k]; k++) {
-		const struct profiler_option *po = profilers[k]->options;
+		const struct profiler_option *po = profilers[k]->cli.options;
 
 		for (int i = 0; po && po[i].name; i++) {
 			if (c == CLI_KIND_OPTION + (int)profilers[k]->id * CLI_KIND_OPTIONS_MAX + i ||
@@ -528,9 +528,9 @@ bool cli_profiler_check(struct profiler_opts *o)
 	for (int k = 0; profilers[k]; k++) {
 		const struct profiler_ops *ops = profilers[k];
 
-		if (none_named && ops->by_default)
+		if (none_named && ops->cli.by_default)
 			o->kinds |= 1u << ops->id;
-		if (ops->config_check && !ops->config_check(profiler_config(o, ops)))
+		if (ops->config.check && !ops->config.check(profiler_config(o, ops)))
 			return false;
 	}
 	return true;

@@ -208,7 +208,7 @@ static const struct option *option_of_short(const struct cli_getopt *g, int c)
 		if (o->val == c)
 			return o;
 	for (int k = 0; profilers[k]; k++)
-		for (const struct profiler_option *po = profilers[k]->options; po && po->name; po++)
+		for (const struct profiler_option *po = profilers[k]->cli.options; po && po->name; po++)
 			if (po->short_name == c)
 				return option_named(g, po->name);
 	return NULL;
@@ -527,7 +527,7 @@ static const char *default_of(const char *name, char *out, size_t len)
 		if (strcmp(known_defaults[i][0], name) == 0)
 			return known_defaults[i][1];
 	for (int k = 0; profilers[k]; k++) {
-		for (const struct profiler_option *po = profilers[k]->options; po && po->name; po++) {
+		for (const struct profiler_option *po = profilers[k]->cli.options; po && po->name; po++) {
 			const char *d = strcmp(po->name, name) ? NULL : strstr(po->help, "(default");
 
 			if (!d)
@@ -590,7 +590,7 @@ static void print_profilers(const struct effective *eff, const struct cli_getopt
 		return;
 	}
 	for (int k = 0; profilers[k]; k++)
-		if (!profilers[k]->opt_in && option_named(g, profilers[k]->name))
+		if (!profilers[k]->cli.opt_in && option_named(g, profilers[k]->name))
 			len += snprintf(list + len, len < sizeof(list) ? sizeof(list) - len : 0, "%s%s",
 					len ? "," : "", profilers[k]->name);
 	if (len)

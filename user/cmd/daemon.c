@@ -115,7 +115,7 @@ static void usage(FILE *out)
 "\n"
 "Profilers (default: all but the opt-in ones:", PIN_DEFAULT_DIR);
 	for (int i = 0; profilers[i]; i++)
-		if (profilers[i]->opt_in)
+		if (profilers[i]->cli.opt_in)
 			fprintf(out, " --%s", profilers[i]->name);
 	fprintf(out, "):\n");
 	cli_profiler_help(out, CLI_KIND_FLAGS);
@@ -254,7 +254,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 	/* The daemon runs every profiler but the opt-in ones unless told which. */
 	if (!o->prof.kinds)
 		for (int i = 0; profilers[i]; i++)
-			if (!profilers[i]->opt_in)
+			if (!profilers[i]->cli.opt_in)
 				o->prof.kinds |= 1u << profilers[i]->id;
 	if (!cli_profiler_check(&o->prof))
 		return EXIT_USAGE;
@@ -309,7 +309,7 @@ static void health_line(struct daemon_run *run, uint64_t misses, uint64_t frames
 		if (profiler_stats(p, stats))
 			continue;
 		usage_append(&line, "%s: %" PRIu64 " %s, ", p->ops->name,
-			     stats[STAT_EVENTS] - run->last_stats[i][STAT_EVENTS], p->ops->value_types[0].type);
+			     stats[STAT_EVENTS] - run->last_stats[i][STAT_EVENTS], p->ops->schema.value_types[0].type);
 		losses(&line, stats, run->last_stats[i]);
 		usage_append(&line, "; ");
 		memcpy(run->last_stats[i], stats, sizeof(stats));

@@ -231,7 +231,7 @@ static void print_text(const struct system_facts *sf)
 	for (int i = 0; profilers[i]; i++) {
 		char what[64];
 
-		snprintf(what, sizeof(what), "%s profiling (--%s)", profilers[i]->title, profilers[i]->name);
+		snprintf(what, sizeof(what), "%s profiling (--%s)", profilers[i]->cli.title, profilers[i]->name);
 		printf("  %-40s %s\n", what, ability_state(profilers[i]->needs, state, sizeof(state)));
 	}
 	for (size_t i = 0; i < sizeof(extra_abilities) / sizeof(extra_abilities[0]); i++) {

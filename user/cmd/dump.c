@@ -88,14 +88,14 @@ static void print_line(struct dump_ctx *d, const struct sample_key *key, const u
 	print_frames(d, key->tgid, key->kernel_stack_id, true);
 	if (key->object)	/* as iter.bpf.c prints it */
 		fprintf(d->out, ";@0x%llx", (unsigned long long)key->object);
-	fprintf(d->out, " %llu\n", (unsigned long long)raw[d->p->ops->folded_raw]);
+	fprintf(d->out, " %llu\n", (unsigned long long)raw[d->p->ops->schema.folded_raw]);
 }
 
 /* Walks the totals map; the programs keep adding to it meanwhile, which is fine: nothing is deleted. */
 static int dump_totals(struct dump_ctx *d)
 {
 	struct sample_key key, next;
-	uint64_t *raw = calloc_logged(d->p->ops->nraw, sizeof(*raw));
+	uint64_t *raw = calloc_logged(d->p->ops->schema.nraw, sizeof(*raw));
 	void *prev = NULL;
 	int err;
 

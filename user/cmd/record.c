@@ -123,8 +123,8 @@ static bool weight_known(const char *weight)
 	if (strcmp(weight, "time") == 0)
 		return true;
 	for (int i = 0; profilers[i]; i++)
-		for (int v = 0; v < profilers[i]->nvalues; v++)
-			if (strcmp(weight, profilers[i]->value_types[v].type) == 0)
+		for (int v = 0; v < profilers[i]->schema.nvalues; v++)
+			if (strcmp(weight, profilers[i]->schema.value_types[v].type) == 0)
 				return true;
 	return false;
 }
@@ -490,7 +490,7 @@ static void report_stats(struct record_run *run)
 				break;
 		}
 		fprintf(stderr, "aperture: %s: %" PRIu64 " %s, %" PRIu64 " lost%s%s%s\n",
-			p->ops->name, p->drained_events, p->ops->value_types[0].type,
+			p->ops->name, p->drained_events, p->ops->schema.value_types[0].type,
 			profiler_lost(stats), len ? " (" : "", detail, len ? ")" : "");
 		if (i == 0)	/* the first profiler's line: it loaded the run's tables */
 			run_unwind_report(&run->run, stderr);

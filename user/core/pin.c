@@ -175,7 +175,7 @@ static int pin_iterator(struct pin_txn *txn, struct profiler *p, const char *pro
 		if (mine)
 			wanted = prog;
 	}
-	skel->rodata->weight_index = p->ops->folded_raw;
+	skel->rodata->weight_index = p->ops->schema.folded_raw;
 	err = wanted ? 0 : -ENOENT;
 	err = err ?: bpf_map__reuse_fd(skel->maps.stacks, p->fd[MAP_STACKS]);
 	err = err ?: bpf_map__reuse_fd(skel->maps.seen_tgids, p->fd[MAP_SEEN_TGIDS]);
@@ -314,7 +314,7 @@ static int read_pinned_config(struct profiler *p)
 {
 	__u32 zero = 0;
 
-	if (!p->ops->config_size)
+	if (!p->ops->config.size)
 		return 0;
 	return bpf_map_lookup_elem(p->fd[MAP_CONFIG], &zero, profiler_config(&p->opts, p->ops)) ? -errno : 0;
 }
@@ -409,7 +409,7 @@ int pin_read_fixed(const char *dir, struct profiler_opts *loaded)
 			loaded->stacks_entries = pinned_map_size(dir, ops->name, map_slots[MAP_STACKS].pin);
 			loaded->counts_entries = pinned_map_size(dir, ops->name, map_slots[MAP_TOTALS].pin);
 		}
-		if (!ops->config_size)
+		if (!ops->config.size)
 			continue;
 		err = open_pin(dir, ops->name, map_slots[MAP_CONFIG].pin, &config_fd);
 		if (!err && bpf_map_lookup_elem(config_fd, &zero, profiler_config(loaded, ops)))

@@ -343,7 +343,7 @@ static int write_config(struct profiler *p)
 {
 	__u32 zero = 0;
 
-	if (!p->ops->config_size)
+	if (!p->ops->config.size)
 		return 0;
 	if (bpf_map_update_elem(p->fd[MAP_CONFIG], &zero, profiler_config(&p->opts, p->ops), BPF_ANY)) {
 		log_error("%s: cannot write its config map: %s", p->ops->name, strerror(errno));
@@ -451,7 +451,7 @@ int profiler_set_pids(struct profiler *p, const uint32_t *pids, int npids)
 static int drain_by_walk(struct profiler *p, int fd, bool keep, record_fn fn, void *ctx)
 {
 	struct sample_key key, next;
-	uint64_t *values = calloc_logged(p->ops->nraw, sizeof(*values));
+	uint64_t *values = calloc_logged(p->ops->schema.nraw, sizeof(*values));
 	struct raw_record rec = { .key = &next, .values = values };
 	void *prev = NULL;
 	int err = values ? 0 : -ENOMEM;
@@ -476,7 +476,7 @@ static int drain_by_walk(struct profiler *p, int fd, bool keep, record_fn fn, vo
 
 static int drain(struct profiler *p, int fd, bool keep, record_fn fn, void *ctx)
 {
-	size_t value_size = p->ops->nraw * sizeof(uint64_t);
+	size_t value_size = p->ops->schema.nraw * sizeof(uint64_t);
 	struct sample_key *keys = calloc_logged(DRAIN_BATCH, sizeof(*keys));
 	uint64_t *values = calloc_logged(DRAIN_BATCH, value_size);
 	struct sample_key batch_pos;
@@ -511,7 +511,7 @@ static int drain(struct profiler *p, int fd, bool keep, record_fn fn, void *ctx)
 		for (__u32 i = 0; i < count && !err; i++) {
 			struct raw_record rec = {
 				.key = &keys[i],
-				.values = values + i * p->ops->nraw,
+				.values = values + i * p->ops->schema.nraw,
 			};
 
 			p->drained_events += rec.values[0];
@@ -704,7 +704,7 @@ static int add_record(struct profiler *p, const struct raw_record *rec, void *ar
 	/* A counted stack whose frames vanished: keep the counts, without frames. */
 	if (nuser < 0 || nkernel < 0)
 		ctx->lost_stacks++;
-	p->ops->to_values(p, rec->values, values);
+	p->ops->schema.to_values(p, rec->values, values);
 	if (p->ops->on_record)
 		p->ops->on_record(p, rec);
 	return profile_add(ctx->prof, &(struct profile_record){
@@ -746,14 +746,14 @@ void profiler_profile_init(const struct profiler *p, struct profile *prof, struc
 {
 	const struct profiler_ops *ops = p->ops;
 
-	profile_init(prof, ops->name, ops->title, sym);
+	profile_init(prof, ops->name, ops->cli.title, sym);
 	prof->skywalking_target = ops->skywalking_target;
-	prof->object_name = ops->object_name;
+	prof->object_name = ops->schema.object_name;
 	prof->object_ctx = p;
-	prof->nvalues = ops->nvalues_of ? ops->nvalues_of(p) : ops->nvalues;
-	memcpy(prof->value_types, ops->value_types, sizeof(prof->value_types));
-	prof->default_value = ops->default_value;
-	prof->top_by_user_leaf = ops->top_by_user_leaf;
-	prof->period_type = ops->period_type;
-	prof->period = ops->period ? ops->period(p) : 1;
+	prof->nvalues = ops->schema.nvalues_of ? ops->schema.nvalues_of(p) : ops->schema.nvalues;
+	memcpy(prof->value_types, ops->schema.value_types, sizeof(prof->value_types));
+	prof->default_value = ops->schema.default_value;
+	prof->top_by_user_leaf = ops->schema.top_by_user_leaf;
+	prof->period_type = ops->schema.period_type;
+	prof->period = ops->schema.period ? ops->schema.period(p) : 1;
 }

@@ -84,7 +84,7 @@ struct profiler_opts {
 /* One raw aggregated record, as drained from the kernel. */
 struct raw_record {
 	const struct sample_key *key;
-	const uint64_t *values;		/* ops->nraw u64s */
+	const uint64_t *values;		/* ops->schema.nraw u64s */
 };
 
 /*
@@ -109,43 +109,60 @@ struct profile_event;
 /* Called once per drained record; return non-zero to stop. */
 typedef int (*record_fn)(struct profiler *p, const struct raw_record *rec, void *ctx);
 
+/*
+ * What a kind of profiler is, grouped by who reads it: how a person asks for
+ * it (cli: the command line, the config file, --help, doctor), its settings
+ * (config), what its counts mean (schema: raw BPF values -> profile values),
+ * and its code (the hooks and the lifecycle).  Run-wide state (the shared
+ * maps, the events reader, the unwinder) is the run's (run.h), not a kind's.
+ */
 struct profiler_ops {
 	const char *name;		/* "oncpu": --NAME on the command line, map pin names */
 	enum profiler_id id;		/* its bit in control.enabled, its slot in opts.config */
-	const char *title;		/* "On-CPU" */
-	const char *help;		/* what --NAME profiles, one line */
-	bool by_default;		/* record: chosen when no profiler is named */
-	bool opt_in;			/* run: only when named (it costs on every syscall, say) */
-	const char *skywalking_target;	/* the SkyWalking TargetType it serves ("ON_CPU"), or NULL */
-	const struct profiler_option *options;	/* ends with { NULL } */
-	size_t config_size;		/* sizeof(struct X_config), <= PROFILER_CONFIG_MAX */
-	void (*config_defaults)(void *config);
-	bool (*config_check)(const void *config);	/* across options; false after one line */
-	/*
-	 * Optional: the options loaded programs cannot take live (they chose the
-	 * programs, or the perf events' rate): names those @next changes from
-	 * @now in @keys and gives @next @now's values (user/core/settings.h).
-	 */
-	void (*keep_fixed)(const void *now, void *next, struct changed_keys *keys);
-	int nraw;			/* u64s in the BPF counts value */
-	int folded_raw;			/* the raw u64 that weighs NAME_folded and dump lines */
 	uint64_t needs;			/* FEAT_BIT()s of the kernel features it cannot run without */
+	const char *skywalking_target;	/* the SkyWalking TargetType it serves ("ON_CPU"), or NULL */
+
+	struct {
+		const char *title;		/* "On-CPU" */
+		const char *help;		/* what --NAME profiles, one line */
+		bool by_default;		/* record: chosen when no profiler is named */
+		bool opt_in;			/* run: only when named (it costs on every syscall, say) */
+		const struct profiler_option *options;	/* ends with { NULL } */
+	} cli;
+
+	struct {
+		size_t size;			/* sizeof(struct X_config), <= PROFILER_CONFIG_MAX */
+		void (*defaults)(void *config);
+		bool (*check)(const void *config);	/* across options; false after one line */
+		/*
+		 * Optional: the options loaded programs cannot take live (they chose the
+		 * programs, or the perf events' rate): names those @next changes from
+		 * @now in @keys and gives @next @now's values (user/core/settings.h).
+		 */
+		void (*keep_fixed)(const void *now, void *next, struct changed_keys *keys);
+	} config;
+
 	/* What the profile carries per sample, and how raw values become those. */
-	int nvalues;
-	int (*nvalues_of)(const struct profiler *p);	/* optional: this run's first N of them */
-	struct value_type value_types[PROFILE_MAX_VALUES];
-	int default_value;
-	bool top_by_user_leaf;		/* see struct profile */
-	struct value_type period_type;
-	void (*to_values)(const struct profiler *p, const uint64_t *raw, uint64_t *values);
-	profile_object_namer object_name;	/* names sample_key.object (the leaf frame), or NULL */
+	struct {
+		int nraw;			/* u64s in the BPF counts value */
+		int folded_raw;			/* the raw u64 that weighs NAME_folded and dump lines */
+		int nvalues;
+		int (*nvalues_of)(const struct profiler *p);	/* optional: this run's first N of them */
+		struct value_type value_types[PROFILE_MAX_VALUES];
+		int default_value;
+		bool top_by_user_leaf;		/* see struct profile */
+		struct value_type period_type;
+		void (*to_values)(const struct profiler *p, const uint64_t *raw, uint64_t *values);
+		profile_object_namer object_name;	/* names sample_key.object (the leaf frame), or NULL */
+		int64_t (*period)(const struct profiler *p);	/* NULL: 1, every event counted */
+	} schema;
+
 	/* Optional: sees every drained record (a kind's own report keeps what the profile does not). */
 	void (*on_record)(struct profiler *p, const struct raw_record *rec);
 	/* Optional: a report of its own instead of the top functions (record --top N). */
 	void (*report)(struct profiler *p, const struct profile *prof, unsigned int top, FILE *out);
 	/* Optional: the loader's tick (record: every ~100 ms), for work that follows processes. */
 	void (*poll)(struct profiler *p);
-	int64_t (*period)(const struct profiler *p);	/* NULL: 1, every event counted */
 	/*
 	 * The raw events it sends to `record --events` (enum aperture_event_type,
 	 * 0: none), and the hook that makes one of them (@size bytes: struct

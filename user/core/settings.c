@@ -100,8 +100,8 @@ int settings_keep_fixed(const struct profiler_opts *now, struct profiler_opts *n
 	keep_unwind(now, next, keys);
 	keep_sizes(now, next, keys);
 	for (int i = 0; profilers[i]; i++)
-		if ((now->kinds & (1u << profilers[i]->id)) && profilers[i]->keep_fixed)
-			profilers[i]->keep_fixed(profiler_config(now, profilers[i]),
+		if ((now->kinds & (1u << profilers[i]->id)) && profilers[i]->config.keep_fixed)
+			profilers[i]->config.keep_fixed(profiler_config(now, profilers[i]),
 						 profiler_config(next, profilers[i]), keys);
 	return keys->n - before;
 }

@@ -27,7 +27,7 @@ void changed_keys_add(struct changed_keys *keys, const char *fmt, ...) __attribu
  * For each fixed setting @next asks otherwise than @now (what is loaded),
  * names it in @keys and gives @next @now's value, so that @next can be
  * applied live as a whole.  Each kind's own fixed options come from its
- * ops->keep_fixed.  @may_add_kinds: profilers @now lacks may be asked for
+ * ops->config.keep_fixed.  @may_add_kinds: profilers @now lacks may be asked for
  * (a takeover loads them); else the profilers are fixed too.  Returns the
  * number named.
  */
