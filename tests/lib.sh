@@ -39,30 +39,23 @@ is_within() {
 		fail "$1" "got '$3', want $2 +- $4"
 	fi
 }
-# ge NAME GOT MIN: GOT >= MIN; fails, saying which, when either is not a number
-ge() {
+# _bound NAME GOT BOUND OP WHAT: GOT OP BOUND (OP >= or <=; WHAT min or max); fails, saying
+# which, when either is not a number
+_bound() {
 	local bad
-	bad=$(_not_numbers got="$2" min="$3")
+	bad=$(_not_numbers got="$2" "$5=$3")
 	if [ -n "$bad" ]; then
 		fail "$1" "not a number: $bad"
-	elif awk -v g="$2" -v m="$3" 'BEGIN { exit !(g + 0 >= m + 0) }'; then
-		pass "$1 ($2 >= $3)"
+	elif awk -v g="$2" -v m="$3" -v op="$4" 'BEGIN { exit !(op == ">=" ? g + 0 >= m + 0 : g + 0 <= m + 0) }'; then
+		pass "$1 ($2 $4 $3)"
 	else
-		fail "$1" "got '$2', want >= $3"
+		fail "$1" "got '$2', want $4 $3"
 	fi
 }
-# le NAME GOT MAX: GOT <= MAX; fails, saying which, when either is not a number
-le() {
-	local bad
-	bad=$(_not_numbers got="$2" max="$3")
-	if [ -n "$bad" ]; then
-		fail "$1" "not a number: $bad"
-	elif awk -v g="$2" -v m="$3" 'BEGIN { exit !(g + 0 <= m + 0) }'; then
-		pass "$1 ($2 <= $3)"
-	else
-		fail "$1" "got '$2', want <= $3"
-	fi
-}
+# ge NAME GOT MIN: GOT >= MIN
+ge() { _bound "$1" "$2" "$3" ">=" min; }
+# le NAME GOT MAX: GOT <= MAX
+le() { _bound "$1" "$2" "$3" "<=" max; }
 done_testing() { echo "1..$_n"; exit $(( _failed > 0 )); }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 
