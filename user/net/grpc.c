@@ -65,8 +65,17 @@ struct grpc_call {
 struct grpc_lookup {
 	struct gaicb cb;
 	struct addrinfo hints;
+	struct grpc_lookup *next_orphan;	/* on the orphans list below */
 	char names[];			/* host NUL port NUL */
 };
+
+/*
+ * Lookups given up while the resolver thread still runs them: that thread writes into
+ * them when it finishes, so they cannot be freed yet. They are kept here, reachable,
+ * and freed once done (at the next lookup, or when a channel is freed). Only the
+ * thread that owns the channels touches this list.
+ */
+static struct grpc_lookup *orphans;
 
 struct grpc_channel {
 	const volatile int *cancel;	/* see struct grpc_opts */
@@ -217,12 +226,36 @@ struct grpc_channel *grpc_channel_new(const struct grpc_opts *opts)
 	return ch;
 }
 
+static void lookup_release(struct grpc_lookup *l)
+{
+	if (l->cb.ar_result)
+		freeaddrinfo(l->cb.ar_result);
+	free(l);
+}
+
+static void orphans_reap(void)
+{
+	struct grpc_lookup **at = &orphans;
+
+	while (*at) {
+		struct grpc_lookup *l = *at;
+
+		if (gai_error(&l->cb) == EAI_INPROGRESS) {
+			at = &l->next_orphan;
+			continue;
+		}
+		*at = l->next_orphan;
+		lookup_release(l);
+	}
+}
+
 static struct grpc_lookup *lookup_start(const struct grpc_channel *ch, int *err)
 {
 	size_t hlen = strlen(ch->host) + 1, plen = strlen(ch->port) + 1;
 	struct grpc_lookup *l = calloc(1, sizeof(*l) + hlen + plen);
 	struct gaicb *list[1];
 
+	orphans_reap();
 	if (!l) {
 		*err = EAI_MEMORY;
 		return NULL;
@@ -265,12 +298,12 @@ static void lookup_free(struct grpc_lookup *l)
 {
 	if (!l)
 		return;
-	/* Still running and not cancelable: the resolver thread owns it now (a leak, at exit only). */
-	if (gai_cancel(&l->cb) == EAI_NOTCANCELED)
+	if (gai_cancel(&l->cb) == EAI_NOTCANCELED) {
+		l->next_orphan = orphans;
+		orphans = l;
 		return;
-	if (l->cb.ar_result)
-		freeaddrinfo(l->cb.ar_result);
-	free(l);
+	}
+	lookup_release(l);
 }
 
 /*
@@ -330,6 +363,7 @@ void grpc_channel_free(struct grpc_channel *ch)
 	disconnect(ch);
 	tls_config_free(ch->tls_cfg);
 	lookup_free(ch->lookup);
+	orphans_reap();
 	free(ch->host);
 	free(ch->port);
 	free(ch->authority);
