@@ -289,6 +289,54 @@ def stored(recs, kind):
     out("upload_conflicts", upload_conflicts)
 
 
+def continuous(recs, process, stamp_ms, hot):
+    """The continuous tasks the OAP stored for PROCESS (reportProfilingTask), the first one's
+    cause and delay after STAMP_MS (the burn's start), and the share of its ON_CPU samples whose
+    user leaf is HOT."""
+    tasks = [r["task"] for r in recs if r.get("event") == "continuous_task"]
+    mine = [t for t in tasks if t["ProcessName"] == process]
+    out("tasks", len(mine))
+    out("other_processes", ",".join(sorted({t["ProcessName"] for t in tasks} - {process})) or "-")
+    overlaps = 0
+    for a, b in zip(mine, mine[1:]):
+        if b["TaskStartTime"] < a["TaskStartTime"] + a["FixedTriggerDuration"] * 1000:
+            overlaps += 1
+    out("overlaps", overlaps)
+    if not mine:
+        return
+    t = mine[0]
+    reported = [r["t"] for r in recs if r.get("event") == "continuous_task" and r["task"] is not None
+                and r["task"]["TaskId"] == t["TaskId"]][0]
+    out("task", t["TaskId"])
+    out("delay_ms", reported - int(stamp_ms))
+    out("service", t["ServiceName"])
+    out("target", t["TargetType"])
+    out("duration", t["FixedTriggerDuration"])
+    out("causes", len(t["causes"]))
+    c = t["causes"][0]
+    out("cause_type", c["type"])
+    out("cause_threshold", c["raw_threshold"])
+    out("cause_current", c["raw_current"])
+    out("cause_message", c["message"].replace(" ", "_"))
+    leaf = {}
+    for s in calls(recs, "collectProfilingData"):
+        cur = None
+        for m in s["messages"]:
+            if "task" in m:
+                cur = m["task"]["taskId"]
+            p = profiling(m)
+            if cur != t["TaskId"] or p is None:
+                continue
+            user = [st for st in p.get("stacks", []) if st.get("stackType") == "PROCESS_USER_SPACE"]
+            if user and user[0].get("stackSymbols"):
+                name = user[0]["stackSymbols"][0]
+                leaf[name] = leaf.get(name, 0) + p.get("dumpCount", 0)
+    total = sum(leaf.values())
+    out("samples", total)
+    out("leading", max(leaf, key=leaf.get) if leaf else "-")
+    out("share_hot", "%.1f" % (100.0 * leaf.get(hot, 0) / (total or 1)))
+
+
 def main():
     cmd, path = sys.argv[1], sys.argv[2]
     recs = load(path)
@@ -302,6 +350,8 @@ def main():
         auth(recs)
     elif cmd == "queries":
         queries(recs)
+    elif cmd == "continuous":
+        continuous(recs, sys.argv[3], sys.argv[4], sys.argv[5])
     elif cmd == "stored":
         stored(recs, sys.argv[3])
     else:

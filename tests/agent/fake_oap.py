@@ -34,6 +34,15 @@ It behaves the way the real OAP does, as read in apache/skywalking (commit
                                       (only when latestUpdateTime > 0)
     JDBCMetadataQueryDAO.java         listProcesses by agent id
   oap-server/server-starter/src/main/resources/application.yml   persistentPeriod 25 s
+  Continuous profiling (commit 268002b4; protocol: skywalking-data-collect-protocol
+  ebpf/profiling/Continuous.proto, commit 46f89462):
+    .../ebpf/provider/handler/ContinuousProfilingServiceHandler.java  queryPolicies (the
+                                      policy cache, the UUID comparison, the removed-policy
+                                      entry), reportProfilingTask (the CONTINUOUS_PROFILING
+                                      task record, its causes and their messages)
+    .../ebpf/provider/EBPFReceiverModuleConfig.java   continuousPolicyCacheTimeout 60 s
+    server-core .../core/command/CommandService.java, ContinuousProfilingPolicyCommand.java,
+    ContinuousProfilingReportCommand.java             the commands' names and arguments
 
 Processes are visible to queries (the UI's task creation, queryTasks) only
 once stored, --persist-ms after the OAP first received them.  Tasks are
@@ -67,7 +76,8 @@ import grpc
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO_DIR = os.path.join(HERE, "..", "..", "proto")
 PROTOS = ["common/Common.proto", "common/Command.proto",
-          "ebpf/profiling/Profile.proto", "ebpf/profiling/Process.proto"]
+          "ebpf/profiling/Profile.proto", "ebpf/profiling/Process.proto",
+          "ebpf/profiling/Continuous.proto"]
 
 # Layer.java: every registered name (Layer.valueOf accepts them all).
 LAYERS = set("""UNDEFINED MESH GENERAL OS_LINUX K8S FAAS MESH_CP MESH_DP DATABASE CACHE BROWSER
@@ -88,11 +98,11 @@ def load_protos():
     subprocess.run(["protoc", "-I", PROTO_DIR, "--python_out", out] + PROTOS, check=True)
     sys.path.insert(0, out)
     from common import Command_pb2, Common_pb2
-    from ebpf.profiling import Process_pb2, Profile_pb2
-    return Common_pb2, Command_pb2, Process_pb2, Profile_pb2
+    from ebpf.profiling import Continuous_pb2, Process_pb2, Profile_pb2
+    return Common_pb2, Command_pb2, Process_pb2, Profile_pb2, Continuous_pb2
 
 
-Common_pb2, Command_pb2, Process_pb2, Profile_pb2 = load_protos()
+Common_pb2, Command_pb2, Process_pb2, Profile_pb2, Continuous_pb2 = load_protos()
 from google.protobuf.json_format import MessageToDict  # noqa: E402
 
 
@@ -146,6 +156,7 @@ class State:
         self.flood_sent = 0             # commands, the ids one included
         self.flood_tasks_sent = 0
         self.ids_sent = False
+        self.policy_cache = {}          # service id -> (expires, policy or None): the handler's cache
 
     @staticmethod
     def parse_task(spec):
@@ -383,6 +394,124 @@ class State:
         ]
 
 
+# ---- continuous profiling (ContinuousProfilingServiceHandler) ----
+
+# ContinuousProfilingCauseType (proto) -> ContinuousProfilingMonitorType name (valueOf by number)
+MONITOR_TYPES = ["PROCESS_CPU", "PROCESS_THREAD_COUNT", "SYSTEM_LOAD", "HTTP_ERROR_RATE", "HTTP_AVG_RESPONSE_TIME"]
+
+
+def policies_in_db(state):
+    """The stored policies: --policy-file, read at each query (the test edits it).
+    {SERVICE: {"uuid": U, "config": {TARGET: {CHECK: {"threshold", "period", "count"}}}}}, or
+    {SERVICE: {"raw": TEXT}}: a broken OAP's ServiceWithPolicyJSON, sent as it is."""
+    if not state.args.policy_file or not os.path.exists(state.args.policy_file):
+        return {}
+    with open(state.args.policy_file) as f:
+        text = f.read()
+    return {service_id(k): dict(v, service=k) for k, v in (json.loads(text) if text.strip() else {}).items()}
+
+
+def policy_command_json(policies):
+    """GSON.toJson(List<ContinuousProfilingPolicy>) as CommandService.convertContinuesProfilingPolicy
+    fills it: ServiceName, UUID, and Profiling only when the policy has a configuration (Gson leaves
+    nulls out).  The key spelling is that of Rover's decoder (checkers.go QueryPolicyUpdate: Go's
+    encoding/json matches names without case; the agent does too)."""
+    out = []
+    for p in policies:
+        item = {"ServiceName": p["service"], "UUID": p["uuid"]}
+        if p.get("config"):
+            item["Profiling"] = {target: {check: {k: v for k, v in (
+                ("Threshold", str(c["threshold"])), ("Period", c["period"]), ("Count", c["count"]),
+                ("URIList", c.get("uri_list")), ("URIRegex", c.get("uri_regex"))) if v is not None}
+                for check, c in checks.items()} for target, checks in p["config"].items()}
+        out.append(item)
+    return json.dumps(out, separators=(",", ":"))
+
+
+def query_policies(state, req):
+    """queryPolicies: the services whose policy UUID differs from the agent's, as one command."""
+    query = {}
+    for q in req.policies:
+        query.setdefault(service_id(q.serviceName), q.uuid)     # toMap(..., (s1, s2) -> s1)
+    if not query:
+        return []
+    now = time.time()
+    in_db = {}
+    with state.lock:
+        stored = policies_in_db(state)
+        for sid in query:
+            cached = state.policy_cache.get(sid)
+            if cached and cached[0] > now:
+                if cached[1] is not None:
+                    in_db[sid] = cached[1]
+                continue
+            policy = stored.get(sid)
+            state.policy_cache[sid] = (now + state.args.policy_cache_s, policy)
+            if policy is not None:
+                in_db[sid] = policy
+    raw = [p["raw"] for sid, p in in_db.items() if "raw" in p and p.get("uuid", "raw") != query[sid]]
+    if raw:
+        return [raw[0]]
+    updates = []
+    for sid, uuid_ in query.items():
+        policy = in_db.get(sid)
+        if policy is None and uuid_:
+            updates.append({"service": base64.b64decode(sid[:-2]).decode(), "uuid": ""})
+        elif policy is not None and policy["uuid"] != uuid_:
+            updates.append(policy)
+    return [policy_command_json(updates)] if updates else []
+
+
+def cause_message(type_name, threshold, current):
+    """generateCauseString: percentages with 2 decimals, counts as integers, times in ms."""
+    if type_name in ("HTTP_ERROR_RATE", "PROCESS_CPU"):
+        return "current %.2f%% >= threshold %.2f%%" % (current, threshold)
+    if type_name in ("PROCESS_THREAD_COUNT", "SYSTEM_LOAD"):
+        return "current %d >= threshold %d" % (int(current), int(threshold))
+    return "current %.2fms >= threshold %.2fms" % (current, threshold)
+
+
+def parse_cause(c):
+    """parseTaskCause: the values kept as long(value * 100)."""
+    type_name = MONITOR_TYPES[c.type]
+    which = c.WhichOneof("cause")
+    v = c.singleValue if which == "singleValue" else c.uri
+    out = {"type": type_name, "threshold": int(v.threshold * 100), "current": int(v.current * 100),
+           "raw_threshold": v.threshold, "raw_current": v.current}
+    message = cause_message(type_name, v.threshold, v.current)
+    if which == "uri":
+        uri = c.uri.path if c.uri.WhichOneof("uri") == "path" else c.uri.regex
+        out["uri"] = uri
+        if uri:
+            message += " on " + uri
+    out["message"] = type_name + ": " + message
+    return out
+
+
+def report_profiling_task(state, req, context):
+    """reportProfilingTask: a CONTINUOUS_PROFILING task record starting now; its id answered."""
+    current = state.create_time()
+    sid, instance_id, process_id = oap_ids(req.serviceName, req.instanceName, req.processName)
+    which = req.WhichOneof("targetTask")
+    if which is None:
+        context.abort(grpc.StatusCode.UNKNOWN, "the continuous profiling task type cannot recognized")
+    target = {"onCPU": "ON_CPU", "offCPU": "OFF_CPU", "network": "NETWORK"}[which]
+    task = {
+        "service_id": sid, "service": req.serviceName, "labels_json": "", "instance_id": instance_id,
+        "start_time": current, "trigger": "CONTINUOUS_PROFILING", "duration": req.duration,
+        "target": target, "create_time": current, "last_update_time": current,
+        "logical_id": sha256_hex(sid, "", current), "ghost": False,
+    }
+    causes = [parse_cause(c) for c in req.causes]
+    with state.lock:
+        state.tasks.append(task)
+    state.record({"event": "continuous_task", "task": {
+        "TaskId": task["logical_id"], "ServiceName": req.serviceName, "InstanceName": req.instanceName,
+        "ProcessName": req.processName, "ProcessId": process_id, "Layer": req.layer, "TargetType": target,
+        "TaskStartTime": current, "FixedTriggerDuration": req.duration, "causes": causes}})
+    return task["logical_id"]
+
+
 def to_dict(msg):
     return MessageToDict(msg, preserving_proto_field_name=True, including_default_value_fields=False)
 
@@ -479,6 +608,30 @@ def make_handlers(state):
                       "messages": msgs, "records": records, "overwritten": len(ids) - len(set(ids))})
         return Command_pb2.Commands()
 
+    def policies(req, context):
+        state.check(context, "queryPolicies", to_dict(req))
+        reply = Command_pb2.Commands()
+        for text in query_policies(state, req):
+            c = reply.commands.add()
+            c.command = "ContinuousProfilingPolicyQuery"
+            for k, v in (("SerialNumber", str(uuid.uuid4())), ("ServiceWithPolicyJSON", text)):
+                a = c.args.add()
+                a.key, a.value = k, v
+        state.record({"event": "policies", "commands": [[{a.key: a.value for a in c.args}]
+                                                        for c in reply.commands]})
+        return reply
+
+    def report_task(req, context):
+        state.check(context, "reportProfilingTask", to_dict(req))
+        task_id = report_profiling_task(state, req, context)
+        reply = Command_pb2.Commands()
+        c = reply.commands.add()
+        c.command = "ContinuousProfilingReportTask"
+        for k, v in (("SerialNumber", str(uuid.uuid4())), ("TaskId", task_id)):
+            a = c.args.add()
+            a.key, a.value = k, v
+        return reply
+
     ser = lambda m: m.SerializeToString()  # noqa: E731
     process = grpc.method_handlers_generic_handler("skywalking.v3.EBPFProcessService", {
         "reportProcesses": grpc.unary_unary_rpc_method_handler(
@@ -492,7 +645,13 @@ def make_handlers(state):
         "collectProfilingData": grpc.stream_unary_rpc_method_handler(
             collect, Profile_pb2.EBPFProfilingData.FromString, ser),
     })
-    return [process, profiling, wire_handlers(state)]
+    continuous = grpc.method_handlers_generic_handler("skywalking.v3.ContinuousProfilingService", {
+        "queryPolicies": grpc.unary_unary_rpc_method_handler(
+            policies, Continuous_pb2.ContinuousProfilingPolicyQuery.FromString, ser),
+        "reportProfilingTask": grpc.unary_unary_rpc_method_handler(
+            report_task, Continuous_pb2.ContinuousProfilingReport.FromString, ser),
+    })
+    return [process, profiling, continuous, wire_handlers(state)]
 
 
 def wire_handlers(state):
@@ -558,6 +717,11 @@ def main():
                     help="create the --task tasks only once the flood was sent")
     ap.add_argument("--fail-first", type=int, default=0, help="fail the first N collectProfilingData streams")
     ap.add_argument("--fail-code", default="", help="with --fail-first, e.g. UNAVAILABLE")
+    ap.add_argument("--policy-file", help="continuous profiling policies, read at each queryPolicies "
+                    "(see policies_in_db)")
+    ap.add_argument("--policy-cache-s", type=float, default=60,
+                    help="queryPolicies caches each service's policy this long (the OAP: "
+                         "continuousPolicyCacheTimeout, 60 s)")
     args = ap.parse_args()
 
     state = State(args)

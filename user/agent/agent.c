@@ -19,6 +19,7 @@
  *   reload     oap, opts
  *   recovery   capture, tasks, spool, store
  *   capture    tasks, spool, store (and the profilers of prof)
+ *   continuous tasks, procs, oap (--continuous: the OAP's policies start tasks)
  *   spool      store, oap
  *   tasks      procs, oap
  *   procs      oap
@@ -32,6 +33,7 @@
 #include <bpf/libbpf.h>
 #include "agent.h"
 #include "agent_capture.h"
+#include "agent_continuous.h"
 #include "agent_oap.h"
 #include "agent_opts.h"
 #include "agent_procs.h"
@@ -56,6 +58,7 @@ struct agent {
 	struct store store;
 	struct spool spool;
 	struct capture capture;
+	struct continuous cont;		/* --continuous */
 	int argc;			/* the command line, parsed again on SIGHUP */
 	char **argv;
 };
@@ -202,6 +205,20 @@ static void agent_tick_tasks(struct agent *a)
 	agent_retarget_changed(a, changed);	/* an unpinned profiler with no task left is closed */
 }
 
+/*
+ * --continuous, once a second: the policies checked; a task the OAP answered
+ * a trip with is in the ledger before its profiler counts its process.
+ */
+static void agent_check_policies(struct agent *a)
+{
+	bool changed[PROFILER_MAX] = { false };
+
+	if (!continuous_check(&a->cont, &a->procs, &a->oap, &a->tasks, changed))
+		return;
+	agent_commit(a);
+	agent_tick_tasks(a);	/* starts it now, not at the next loop */
+}
+
 /* SIGHUP: settings that reload_read() accepted replace the running ones. */
 static void agent_reload(struct agent *a)
 {
@@ -263,6 +280,7 @@ static void agent_loop(struct agent *a)
 	uint64_t start = now_ns(CLOCK_MONOTONIC);
 	uint64_t end = a->o.duration_s ? start + a->o.duration_s * 1000000000ull : UINT64_MAX;
 	uint64_t next_heartbeat = start, next_query = start, next_flush = start + a->o.flush_ms * MS;
+	uint64_t next_check = start;
 
 	while (!cli_stop && !a->oap.fatal) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC), wake;
@@ -287,12 +305,18 @@ static void agent_loop(struct agent *a)
 				procs_report(&a->procs, &a->o, &a->oap, false);
 			if (!a->oap.fatal && tasks_query(&a->tasks, &a->oap, &a->procs))
 				agent_commit(a);	/* the tasks accepted, and where the next query starts */
+			if (!a->oap.fatal && a->o.continuous)
+				continuous_query(&a->cont, &a->oap, &a->procs);
 			tasks_prune(&a->tasks);
 			next_query = next_tick(next_query, a->o.task_ms, now);
 		}
 		if (a->oap.fatal)
 			break;
 		agent_tick_tasks(a);
+		if (a->o.continuous && now >= next_check) {
+			agent_check_policies(a);
+			next_check = next_tick(next_check, 1000, now);	/* Rover's fetch_interval */
+		}
 		if (now >= next_flush) {
 			agent_flush(a);
 			symbolizer_trim(a->sym);	/* the flush's profiles are encoded and freed */
@@ -302,6 +326,8 @@ static void agent_loop(struct agent *a)
 		symbolizer_reread_young(a->sym);	/* announced before their loader mapped libraries */
 		/* Short naps: task start and stop times are checked every 100 ms at most. */
 		wake = min_u64(min_u64(next_heartbeat, next_query), min_u64(next_flush, end));
+		if (a->o.continuous)
+			wake = min_u64(wake, next_check);
 		now = now_ns(CLOCK_MONOTONIC);
 		if (wake > now)
 			usleep((useconds_t)(min_u64(wake - now, 100 * MS) / 1000));
@@ -327,6 +353,7 @@ static void agent_free(struct agent *a)
 	spool_free(&a->spool);	/* their batch records stay: sent at the next start */
 	store_close(&a->store);
 	tasks_free(&a->tasks);
+	continuous_free(&a->cont);
 	procs_free(&a->procs);
 	grpc_channel_free(a->oap.ch);
 	symbolizer_free(a->sym);
@@ -354,6 +381,7 @@ int agent_main(int argc, char **argv)
 		if (profilers[i]->skywalking_target)
 			a.prof[profilers[i]->id].ops = profilers[i];
 	a.spool.limit = a.o.spool_bytes;
+	continuous_init(&a.cont, &a.o);
 	err = EXIT_RUNTIME;
 	if (!cli_check_environment())
 		goto out;

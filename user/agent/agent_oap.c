@@ -16,6 +16,8 @@ static const struct {
 	[CALL_KEEPALIVE] = { "keepAlive", SW_PATH_KEEP_ALIVE },
 	[CALL_QUERY] = { "queryTasks", SW_PATH_QUERY_TASKS },
 	[CALL_COLLECT] = { "collectProfilingData", SW_PATH_COLLECT },
+	[CALL_POLICIES] = { "queryPolicies", SW_PATH_QUERY_POLICIES },
+	[CALL_TRIGGER] = { "reportProfilingTask", SW_PATH_REPORT_TASK },
 };
 
 static bool transient(int code)

@@ -19,7 +19,7 @@
 #define STOP_GRACE_MS 3000
 
 /* The OAP's calls; each is a bit of oap.failing. */
-enum oap_call { CALL_REPORT, CALL_KEEPALIVE, CALL_QUERY, CALL_COLLECT, CALL_COUNT };
+enum oap_call { CALL_REPORT, CALL_KEEPALIVE, CALL_QUERY, CALL_COLLECT, CALL_POLICIES, CALL_TRIGGER, CALL_COUNT };
 
 struct oap {
 	struct grpc_channel *ch;

@@ -23,6 +23,8 @@ enum {
 
 /* TLS to the OAP, as SkyWalking Rover's reporter.grpc.tls options (codes of 300 up are the profilers'). */
 enum { OPT_TLS = 280, OPT_CA, OPT_CERT, OPT_KEY, OPT_SKIP_VERIFY };
+/* SkyWalking continuous profiling (agent_continuous.c). */
+enum { OPT_CONTINUOUS = 290, OPT_CONT_TASK, OPT_CONT_SILENCE };
 
 static const struct option agent_options[] = {
 	{ "oap", required_argument, NULL, OPT_OAP },
@@ -50,6 +52,9 @@ static const struct option agent_options[] = {
 	{ "cert", required_argument, NULL, OPT_CERT },
 	{ "key", required_argument, NULL, OPT_KEY },
 	{ "insecure-skip-verify", no_argument, NULL, OPT_SKIP_VERIFY },
+	{ "continuous", no_argument, NULL, OPT_CONTINUOUS },
+	{ "continuous-task", required_argument, NULL, OPT_CONT_TASK },
+	{ "continuous-silence", required_argument, NULL, OPT_CONT_SILENCE },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -95,6 +100,14 @@ static void usage(FILE *out)
 "      --ca FILE              ... or by this CA (PEM)\n"
 "      --cert FILE --key FILE client certificate and its key (PEM), for mutual TLS\n"
 "      --insecure-skip-verify do not check the OAP's certificate (tests only)\n\n"
+"Continuous profiling (SkyWalking's policies, set on a service in the OAP UI):\n"
+"      --continuous           query the policies of the selected processes' services (every\n"
+"                             --task-interval), check them every second (process CPU %%,\n"
+"                             thread count, system load; not the HTTP ones), and when one\n"
+"                             trips, report it and run the task the OAP answers with\n"
+"      --continuous-task S    how long that task runs (default 600, as Rover's)\n"
+"      --continuous-silence S no new task for the same process and kind within S of the\n"
+"                             last one's start (default 1200, as Rover's)\n\n"
 "Profiling (each profiler's options, for the tasks it serves).  OFF_CPU tasks count\n"
 "every switch out as SkyWalking Rover does: --state all --min-block-us 0 unless given.\n");
 	cli_profiler_help(out, CLI_KIND_OPTIONS);
@@ -362,6 +375,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 	*o = (struct agent_opts){
 		.heartbeat_ms = 20000, .task_ms = 10000, .flush_ms = 5000, .deadline_ms = 10000,
 		.backoff_max_ms = 30000, .report_every = 10, .spool_bytes = 16u << 20,
+		.continuous_task_s = 600, .continuous_silence_s = 1200,
 	};
 	o->layer = SW_LAYER_DEFAULT;
 	o->state_dir = getenv("APERTURE_STATE_DIR") ?: STATE_DIR_DEFAULT;
@@ -392,6 +406,11 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 		case OPT_CERT: o->tls.enabled = true; o->tls.cert_file = optarg; break;
 		case OPT_KEY: o->tls.enabled = true; o->tls.key_file = optarg; break;
 		case OPT_SKIP_VERIFY: o->tls.enabled = o->tls.skip_verify = true; break;
+		case OPT_CONTINUOUS: o->continuous = true; break;
+		case OPT_CONT_TASK: ok = parse_u64("--continuous-task", optarg, 1, 86400, &o->continuous_task_s); break;
+		case OPT_CONT_SILENCE:
+			ok = parse_u64("--continuous-silence", optarg, 0, 86400, &o->continuous_silence_s);
+			break;
 		case OPT_TOKEN_FILE: token_file = optarg; break;
 		case OPT_TOKEN:
 			log_error("--token: a token on the command line shows in ps; use --token-file FILE or APERTURE_OAP_TOKEN");

@@ -7,6 +7,7 @@
 #ifndef AGENT_OPTS_H
 #define AGENT_OPTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "profiler.h"
 #include "tls.h"
@@ -42,6 +43,8 @@ struct agent_opts {
 	const char *pin_dir;		/* NULL: profilers load per task, nothing pinned */
 	const char *state_dir;		/* --state-dir: the ledger lives in a subdirectory */
 	struct tls_opts tls;		/* --tls, --ca, --cert, --key, --insecure-skip-verify */
+	bool continuous;		/* --continuous: the OAP's continuous profiling policies */
+	uint64_t continuous_task_s, continuous_silence_s;
 };
 
 /* Fills @o from the command line (and --config).  0 to go on, -1 after --help, or an exit code. */

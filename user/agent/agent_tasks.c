@@ -130,7 +130,7 @@ static int task_run_kind(const struct sw_task *t, int64_t now)
 
 	if (kind == KIND_NONE) {
 		log_warn("task %s: %s profiling is not supported, ignored", t->task_id, t->target_name);
-	} else if (strcmp(t->trigger, "FIXED_TIME")) {
+	} else if (strcmp(t->trigger, "FIXED_TIME") && strcmp(t->trigger, SW_TRIGGER_CONTINUOUS)) {
 		log_warn("task %s: trigger %s is not supported, ignored", t->task_id, t->trigger);
 		kind = KIND_NONE;
 	} else if (now > end) {
@@ -275,6 +275,39 @@ out:
 	sw_commands_free(&cmds);
 	grpc_buf_free(&reply);
 	return changed;
+}
+
+bool tasks_add_continuous(struct tasks *ts, const struct oap *oap, const char *task_id, const char *process_id,
+			  const char *target, int64_t duration_s, uint32_t *pids, size_t npids)
+{
+	int64_t now = wall_ms();
+	char *ids[1] = { (char *)process_id };
+	/* As the OAP's record of it: starts now, for the duration the report asked for. */
+	const struct sw_task as_sent = {
+		.task_id = (char *)task_id, .process_ids = ids, .nprocess_ids = 1, .update_time_ms = now,
+		.start_time_ms = now, .duration_s = duration_s, .target_name = (char *)target,
+		.trigger = (char *)SW_TRIGGER_CONTINUOUS,
+	};
+	struct sw_task one;
+	size_t before = ts->n;
+
+	if (task_for_process(&as_sent, 0, &one)) {
+		free(pids);
+		return false;
+	}
+	accept_task(ts, oap, &one, pids, npids);
+	return ts->n > before;
+}
+
+bool tasks_kind_for(const struct tasks *ts, int kind, const char *process_id)
+{
+	for (size_t i = 0; i < ts->n; i++) {
+		const struct agent_task *t = ts->v[i];
+
+		if (t->kind == kind && t->state != TASK_DONE && !strcmp(t->t.process_ids[0], process_id))
+			return true;
+	}
+	return false;
 }
 
 /* The tests read this line: "task ID (TYPE, process OAPID) finished: COUNT ..." */

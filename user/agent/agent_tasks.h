@@ -75,6 +75,17 @@ struct tasks {
 
 /* queryTasks: accepts what the OAP hands out; true when the ledger should say so. */
 bool tasks_query(struct tasks *ts, struct oap *oap, const struct procs *ps);
+/* The TriggerType of a task a continuous profiling policy started (EBPFProfilingTriggerType). */
+#define SW_TRIGGER_CONTINUOUS "CONTINUOUS_PROFILING"
+/*
+ * A task the OAP answered a continuous profiling report with, for the OAP
+ * process @process_id (its local @pids, taken): pending from now, started by
+ * the next tasks_start_due().  true when the table took it.
+ */
+bool tasks_add_continuous(struct tasks *ts, const struct oap *oap, const char *task_id, const char *process_id,
+			  const char *target, int64_t duration_s, uint32_t *pids, size_t npids);
+/* Whether a task of @kind for the OAP process @process_id is pending or running. */
+bool tasks_kind_for(const struct tasks *ts, int kind, const char *process_id);
 /* Starts the due tasks (their processes tracked by @sym); true if any, @changed[kind] set. */
 bool tasks_start_due(struct tasks *ts, int64_t now, struct symbolizer *sym, bool *changed);
 /* Marks the running tasks whose time is up as ending; true if any, @changed[kind] set. */

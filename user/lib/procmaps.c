@@ -150,28 +150,57 @@ bool first_readable(const char *const *candidates, size_t n, char *path, size_t 
 	return false;
 }
 
-/* Field @field (1-based, >= 3) of /proc/@pid/stat, or 0 when the process is gone or the field unreadable. */
-static uint64_t proc_stat_field(uint32_t pid, int field)
+/*
+ * Fields @fields (1-based, >= 3, ascending) of /proc/@pid/stat into @values; false when the process
+ * is gone or a field is unreadable (@values then 0).
+ */
+static bool proc_stat_fields(uint32_t pid, const int *fields, uint64_t *values, size_t n)
 {
 	char path[64], buf[1024], *p;
-	uint64_t value = 0;
-	size_t n;
+	int at = 2;
+	size_t len;
 	FILE *f;
 
+	memset(values, 0, n * sizeof(*values));
 	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+		return false;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
-	buf[n] = '\0';
+	buf[len] = '\0';
 	/* comm may hold spaces and parens: fields count from the last ')'. */
 	p = strrchr(buf, ')');
-	for (int at = 2; p && at < field; at++)
-		p = strchr(p + 1, ' ');
-	if (p && sscanf(p + 1, "%" SCNu64, &value) != 1)
-		value = 0;
+	for (size_t i = 0; i < n; i++) {
+		for (; p && at < fields[i]; at++)
+			p = strchr(p + 1, ' ');
+		if (!p || sscanf(p + 1, "%" SCNu64, &values[i]) != 1) {
+			memset(values, 0, n * sizeof(*values));
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Field @field (1-based, >= 3) of /proc/@pid/stat, or 0 when the process is gone or the field unreadable. */
+static uint64_t proc_stat_field(uint32_t pid, int field)
+{
+	uint64_t value;
+
+	proc_stat_fields(pid, &field, &value, 1);
 	return value;
+}
+
+bool proc_cpu_read(uint32_t pid, struct proc_cpu *out)
+{
+	/* utime, stime (clock ticks), num_threads, starttime: proc(5) */
+	static const int fields[] = { 14, 15, 20, 22 };
+	uint64_t v[4];
+
+	if (!proc_stat_fields(pid, fields, v, 4))
+		return false;
+	*out = (struct proc_cpu){ .cpu_ticks = v[0] + v[1], .threads = v[2], .start_time = v[3] };
+	return true;
 }
 
 uint64_t proc_start_time(uint32_t pid)

@@ -69,6 +69,16 @@ bool first_readable(const char *const *candidates, size_t n, char *path, size_t 
  * process is gone or its stat unreadable.
  */
 uint64_t proc_start_time(uint32_t pid);
+
+/* What /proc/PID/stat says of a process's CPU use: one read. */
+struct proc_cpu {
+	uint64_t cpu_ticks;	/* utime + stime, in sysconf(_SC_CLK_TCK) ticks */
+	uint64_t threads;
+	uint64_t start_time;	/* tells a reused pid apart */
+};
+
+/* false when the process is gone. */
+bool proc_cpu_read(uint32_t pid, struct proc_cpu *out);
 /* @pid's parent (field 4), or 0 when it is gone. */
 uint32_t proc_parent(uint32_t pid);
 

@@ -18,6 +18,7 @@
 #include <pb_encode.h>
 #include "common/Command.pb.h"
 #include "common/Common.pb.h"
+#include "ebpf/profiling/Continuous.pb.h"
 #include "ebpf/profiling/Process.pb.h"
 #include "ebpf/profiling/Profile.pb.h"
 #include "skywalking.h"
@@ -375,6 +376,83 @@ int sw_encode_task_query(const char *agent_id, int64_t latest_update_ms, struct 
 	set_str(&msg.roverInstanceId, agent_id);
 	msg.latestUpdateTime = latest_update_ms;
 	return encode(skywalking_v3_EBPFProfilingTaskQuery_fields, &msg, out);
+}
+
+/* ---- continuous profiling (ebpf/profiling/Continuous.proto) ---- */
+
+struct policy_list {
+	const struct sw_service_policy *v;
+	size_t n;
+};
+
+static bool enc_policies(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
+{
+	const struct policy_list *list = *arg;
+
+	for (size_t i = 0; i < list->n; i++) {
+		skywalking_v3_ContinuousProfilingServicePolicyQuery q =
+			skywalking_v3_ContinuousProfilingServicePolicyQuery_init_zero;
+
+		set_str(&q.serviceName, list->v[i].service);
+		set_str(&q.uuid, list->v[i].uuid);
+		if (!pb_encode_tag_for_field(stream, field) ||
+		    !pb_encode_submessage(stream, skywalking_v3_ContinuousProfilingServicePolicyQuery_fields, &q))
+			return false;
+	}
+	return true;
+}
+
+int sw_encode_policy_query(const struct sw_service_policy *v, size_t n, struct sw_msg *out)
+{
+	skywalking_v3_ContinuousProfilingPolicyQuery msg = skywalking_v3_ContinuousProfilingPolicyQuery_init_zero;
+	struct policy_list list = { v, n };
+
+	msg.policies.funcs.encode = enc_policies;
+	msg.policies.arg = &list;
+	return encode(skywalking_v3_ContinuousProfilingPolicyQuery_fields, &msg, out);
+}
+
+/* arg: the report; its causes, each a single value (aperture has no URI causes). */
+static bool enc_causes(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
+{
+	const struct sw_continuous_report *r = *arg;
+
+	for (size_t i = 0; i < r->ncauses; i++) {
+		skywalking_v3_ContinuousProfilingCause c = skywalking_v3_ContinuousProfilingCause_init_zero;
+
+		c.type = (skywalking_v3_ContinuousProfilingCauseType)r->causes[i].type;
+		c.which_cause = skywalking_v3_ContinuousProfilingCause_singleValue_tag;
+		c.cause.singleValue.threshold = r->causes[i].threshold;
+		c.cause.singleValue.current = r->causes[i].current;
+		if (!pb_encode_tag_for_field(stream, field) ||
+		    !pb_encode_submessage(stream, skywalking_v3_ContinuousProfilingCause_fields, &c))
+			return false;
+	}
+	return true;
+}
+
+int sw_encode_continuous_report(const struct sw_continuous_report *r, struct sw_msg *out)
+{
+	skywalking_v3_ContinuousProfilingReport msg = skywalking_v3_ContinuousProfilingReport_init_zero;
+
+	set_str(&msg.layer, r->layer ? r->layer : SW_LAYER_DEFAULT);
+	set_str(&msg.serviceName, r->service);
+	set_str(&msg.instanceName, r->instance);
+	set_str(&msg.processName, r->process_name);
+	msg.causes.funcs.encode = enc_causes;
+	msg.causes.arg = (void *)r;
+	msg.duration = r->duration_s;
+	switch (r->target) {
+	case SW_TARGET_ON_CPU:
+		msg.which_targetTask = skywalking_v3_ContinuousProfilingReport_onCPU_tag;
+		break;
+	case SW_TARGET_OFF_CPU:
+		msg.which_targetTask = skywalking_v3_ContinuousProfilingReport_offCPU_tag;
+		break;
+	default:
+		return -EINVAL;	/* no NETWORK tasks here */
+	}
+	return encode(skywalking_v3_ContinuousProfilingReport_fields, &msg, out);
 }
 
 /* One command's arguments, while decoding: where they go and the reply's drop counter. */

@@ -16,6 +16,8 @@
 #define SW_PATH_KEEP_ALIVE "/skywalking.v3.EBPFProcessService/keepAlive"
 #define SW_PATH_QUERY_TASKS "/skywalking.v3.EBPFProfilingService/queryTasks"
 #define SW_PATH_COLLECT "/skywalking.v3.EBPFProfilingService/collectProfilingData"
+#define SW_PATH_QUERY_POLICIES "/skywalking.v3.ContinuousProfilingService/queryPolicies"
+#define SW_PATH_REPORT_TASK "/skywalking.v3.ContinuousProfilingService/reportProfilingTask"
 
 /*
  * The layer the service of our processes is given (keepAlive applies it).
@@ -24,6 +26,10 @@
  */
 #define SW_LAYER_DEFAULT "GENERAL"
 #define SW_TASK_COMMAND "EBPFProfilingTaskQuery"
+/* The OAP's answers to the continuous calls (ContinuousProfilingPolicyCommand, ContinuousProfilingReportCommand). */
+#define SW_POLICY_COMMAND "ContinuousProfilingPolicyQuery"
+#define SW_POLICY_ARG "ServiceWithPolicyJSON"
+#define SW_REPORT_COMMAND "ContinuousProfilingReportTask"
 
 /* Whether @name is one of the OAP's built-in layers (Layer.java) that a process may be in. */
 bool sw_layer_known(const char *name);
@@ -163,6 +169,39 @@ struct sw_task_meta {
  */
 int sw_profile_messages(const struct profile *prof, const uint32_t *pids, size_t npids,
 			const struct sw_task_meta *meta, struct sw_msgs *out, uint64_t *total);
+
+/* One service's entry of a ContinuousProfilingPolicyQuery: the policy held ("" for none). */
+struct sw_service_policy {
+	const char *service;
+	const char *uuid;
+};
+
+int sw_encode_policy_query(const struct sw_service_policy *v, size_t n, struct sw_msg *out);
+
+/* ContinuousProfilingCauseType: the proto's numbers. */
+enum sw_cause_type {
+	SW_CAUSE_PROCESS_CPU = 0,
+	SW_CAUSE_THREAD_COUNT = 1,
+	SW_CAUSE_SYSTEM_LOAD = 2,
+	SW_CAUSE_HTTP_ERROR_RATE = 3,
+	SW_CAUSE_HTTP_AVG_RESPONSE_TIME = 4,	/* the proto: ProcessResponseTimeoutRate */
+};
+
+struct sw_cause {
+	enum sw_cause_type type;
+	double threshold, current;
+};
+
+/* A ContinuousProfilingReport: a policy of the process's service tripped. */
+struct sw_continuous_report {
+	const char *layer, *service, *instance, *process_name;
+	const struct sw_cause *causes;
+	size_t ncauses;
+	int32_t duration_s;		/* how long the task will run */
+	enum sw_target target;		/* ON_CPU or OFF_CPU */
+};
+
+int sw_encode_continuous_report(const struct sw_continuous_report *r, struct sw_msg *out);
 
 /* A random (version 4) UUID, 36 characters + NUL. */
 void sw_uuid(char out[37]);
