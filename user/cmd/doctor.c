@@ -241,6 +241,11 @@ static void print_text(const struct system_facts *sf)
 		printf("  %-40s %s%s%s\n", a->what, state, state[0] == 'n' ? " -> " : "",
 		       state[0] == 'n' ? a->otherwise : "");
 	}
+	/* Not a kernel matter: what the agent measures (agent_continuous.c). */
+	printf("  %-40s %s\n", "continuous profiling CPU/thread/load", "yes (run --oap --continuous, from /proc)");
+	printf("  %-40s %s\n", "continuous profiling HTTP causes",
+	       "no (aperture collects no HTTP request metrics) -> HTTP_ERROR_RATE and "
+	       "HTTP_AVG_RESPONSE_TIME policy items are ignored, logged");
 }
 
 static void json_ability(const char *key, uint64_t needs, bool last)
@@ -278,7 +283,9 @@ static void print_json(const struct system_facts *sf, bool can_profile)
 	for (int i = 0; profilers[i]; i++)
 		json_ability(profilers[i]->name, profilers[i]->needs, false);
 	for (size_t i = 0; i < nextra; i++)
-		json_ability(extra_abilities[i].key, extra_abilities[i].needs, i + 1 == nextra);
+		json_ability(extra_abilities[i].key, extra_abilities[i].needs, false);
+	printf("    \"continuous_process_checks\": {\"ok\": true},\n");
+	printf("    \"continuous_http_causes\": {\"ok\": false, \"missing\": \"http_request_metrics\"}\n");
 	printf("  },\n  \"can_profile\": %s\n}\n", can_profile ? "true" : "false");
 }
 
