@@ -5,6 +5,7 @@
  * nesting and the number of elements are capped.
  */
 #include <errno.h>
+#include <float.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -169,6 +170,37 @@ bad:
 	return NULL;
 }
 
+static size_t digits(const char *s, size_t i, size_t n)
+{
+	while (i < n && s[i] >= '0' && s[i] <= '9')
+		i++;
+	return i;
+}
+
+/* Whether @s (@n bytes) is a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool number_grammar(const char *s, size_t n)
+{
+	size_t i = s[0] == '-', d;
+
+	if (i >= n || s[i] < '0' || s[i] > '9')
+		return false;
+	i = s[i] == '0' ? i + 1 : digits(s, i, n);
+	if (i < n && s[i] == '.') {
+		d = digits(s, i + 1, n);
+		if (d == i + 1)
+			return false;
+		i = d;
+	}
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		i += 1 + (i + 1 < n && (s[i + 1] == '+' || s[i + 1] == '-'));
+		d = digits(s, i, n);
+		if (d == i)
+			return false;
+		i = d;
+	}
+	return i == n;
+}
+
 static bool parse_number(struct reader *r, struct json *j)
 {
 	char buf[64], *endp;
@@ -178,9 +210,13 @@ static bool parse_number(struct reader *r, struct json *j)
 		n++;
 	memcpy(buf, r->p, n);
 	buf[n] = '\0';
-	j->num = strtod(buf, &endp);
-	if (n == 0 || *endp)
+	if (n == 0 || !number_grammar(buf, n))
 		return fail(r, "bad number");
+	j->num = strtod(buf, &endp);
+	if (*endp)
+		return fail(r, "bad number");
+	if (j->num > DBL_MAX || j->num < -DBL_MAX)
+		return fail(r, "number out of range");	/* what no policy means: infinity */
 	r->p += n;
 	return true;
 }
