@@ -27,7 +27,8 @@ bpf/unwind/             stack walking in BPF: frame pointers, DWARF CFI, CPython
 proto/                  protobuf schemas compiled with nanopb
 proto/common/           SkyWalking common messages and commands
 proto/ebpf/             SkyWalking eBPF profiling messages
-proto/ebpf/profiling/   SkyWalking EBPFProfilingData and process messages
+proto/ebpf/profiling/   SkyWalking EBPFProfilingData, process and continuous profiling messages
+proto/language-agent/   SkyWalking meters (continuous profiling values)
 proto/pprof/            pprof profile.proto
 tests/                  the test suite: TAP under prove (make test), helpers in lib.sh
 tests/agent/            the SkyWalking agent (run --oap) against a fake OAP, its gRPC transport and codec

@@ -105,6 +105,11 @@ is "the burn's function leads" "$(val "$A" leading)" cont_hot
 ge "cont_hot's share of the samples" "$(val "$A" share_hot)" 90
 is "no task started while one ran for the process" "$(val "$A" overlaps)" 0
 is "the idle process and the one after the removal never tripped" "$(val "$A" other_processes)" -
+# Meters every 5 s (Rover's check interval) while the policy stood (about 25 s): the burn's ~95 %
+# among them (>= 50: what tripped the policy).
+ge "rover_con_p_process_cpu meters of the burning process" "$(val "$A" meters_cpu)" 3
+ge "the meters carry the burn's CPU" "$(val "$A" meter_cpu_max)" 50
+is "meters name service and instance, labels process_name and layer" "$(val "$A" meters_labelled)" 1
 # cont_late did burn (its known answer: 8 s of one CPU; at least 4 s on a loaded machine).
 ge "cont_late burned after the removal" "$(( late_cpu / 1000000 ))" 4000
 done_testing

@@ -302,6 +302,24 @@ def continuous(recs, process, stamp_ms, hot):
         if b["TaskStartTime"] < a["TaskStartTime"] + a["FixedTriggerDuration"] * 1000:
             overlaps += 1
     out("overlaps", overlaps)
+    # rover_con_p_* meters of PROCESS (collectBatch): how many, the highest CPU value, and whether
+    # each names the process's service and instance and carries the labels Rover's do.
+    cpu = []
+    labelled = True
+    for r in recs:
+        for coll in r.get("collections", []) if r.get("method") == "meters" else []:
+            for d in coll.get("meterData", []):
+                sv = d.get("singleValue", {})
+                labels = {l["name"]: l["value"] for l in sv.get("labels", [])}
+                if labels.get("process_name") != process:
+                    continue
+                labelled &= labels.get("layer") == "GENERAL" and d.get("serviceInstance") == process \
+                    and bool(d.get("service")) and int(d.get("timestamp", 0)) > 0
+                if sv.get("name") == "rover_con_p_process_cpu":
+                    cpu.append(sv.get("value", 0.0))
+    out("meters_cpu", len(cpu))
+    out("meter_cpu_max", "%.1f" % max(cpu) if cpu else "-")
+    out("meters_labelled", 1 if labelled else 0)
     if not mine:
         return
     t = mine[0]

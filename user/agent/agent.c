@@ -95,6 +95,10 @@ static void stats_line(struct agent *a, bool asked)
 		     " process ids, %" PRIu64 " tasks over %d, %" PRIu64 " tasks ahead",
 		     refused[REFUSED_COMMANDS], refused[REFUSED_ARGS], refused[REFUSED_IDS],
 		     refused[REFUSED_TASKS], AGENT_MAX_TASKS, refused[REFUSED_AHEAD]);
+	if (a->o.continuous)
+		usage_append(&line, "; continuous: %zu processes watched, %" PRIu64 " trips, %" PRIu64
+			     " tasks answered, meters %" PRIu64 " sent, %" PRIu64 " dropped", a->cont.nwatch,
+			     a->cont.trips, a->cont.reports, a->cont.meters_sent, a->cont.meters_dropped);
 	usage_append(&line, "; ");
 	usage_process(&rss_kib, &fds);
 	(asked ? log_notice : log_info)("stats: %s(used/cap) rss %" PRIu64 " KiB, %" PRIu64 " fds",

@@ -332,6 +332,51 @@ out:
 	free(q);
 }
 
+/* ---- meters ---- */
+
+/*
+ * The newest values of @p's checked kinds, as Rover's MetricsAppender names them (the prefix
+ * rover_con_p, "_", the check type in lower case; labels process_name and layer): one
+ * MeterDataCollection for the process's service and instance, appended to @out.
+ */
+static void append_meters(const struct continuous *c, const struct cont_service *s, const struct cont_watch *w,
+			  const struct agent_proc *p, size_t slot, struct sw_msgs *out)
+{
+	static const char *const names[CONT_PROCESS_CHECKS + 1] = {
+		[CHECK_PROCESS_CPU] = "rover_con_p_process_cpu",
+		[CHECK_THREADS] = "rover_con_p_process_thread_count",
+		[CHECK_SYSTEM_LOAD] = "rover_con_p_system_load",
+	};
+	struct sw_meter m[CONT_PROCESS_CHECKS + 1];
+	bool have[CONT_PROCESS_CHECKS + 1] = { false };
+	struct sw_msg msg;
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nitems; i++) {
+		enum cont_check k = s->items[i].check;
+		double v = k == CHECK_SYSTEM_LOAD ? c->load_window[slot] : w->window[k][slot];
+
+		if (k > CHECK_SYSTEM_LOAD || have[k] || isnan(v))
+			continue;
+		have[k] = true;
+		m[n++] = (struct sw_meter){ names[k], v, p->sw.process_name, p->sw.layer };
+	}
+	if (n && !sw_encode_meters(p->sw.service, p->sw.instance, wall_ms(), m, n, &msg) && sw_msgs_push(out, msg))
+		free(msg.data);
+}
+
+/* One collectBatch stream of @meters; what the OAP did not take is counted as dropped. */
+static void send_meters(struct continuous *c, struct oap *oap, struct sw_msgs *meters)
+{
+	if (!meters->n)
+		return;
+	if (oap_stream(oap, CALL_METERS, meters))
+		c->meters_sent += meters->n;
+	else
+		c->meters_dropped += meters->n;
+	sw_msgs_free(meters);
+}
+
 /* ---- checks ---- */
 
 static bool any_items(const struct continuous *c, enum cont_check check)
@@ -548,7 +593,8 @@ static bool may_start(const struct continuous *c, const struct cont_watch *w, co
 
 /* @p's checks this second; true when a task was taken. */
 static bool check_process(struct continuous *c, const struct procs *ps, const struct agent_proc *p,
-			  size_t slot, uint64_t now, struct oap *oap, struct tasks *ts, bool *changed)
+			  size_t slot, uint64_t now, struct oap *oap, struct tasks *ts, bool *changed,
+			  struct sw_msgs *meters)
 {
 	const struct cont_service *s = p->sw.service ? service_find(c, p->sw.service) : NULL;
 	struct cont_watch *w;
@@ -557,6 +603,8 @@ static bool check_process(struct continuous *c, const struct procs *ps, const st
 	if (!s || !s->nitems || !p->sw.process_id)
 		return false;
 	w = watch_read(c, p, slot, now);
+	if (w && meters)
+		append_meters(c, s, w, p, slot, meters);
 	for (int kind = 0; w && kind < PROFILER_MAX && !oap->fatal; kind++) {
 		struct trip trip;
 
@@ -588,8 +636,11 @@ static void watches_prune(struct continuous *c)
 bool continuous_check(struct continuous *c, const struct procs *ps, struct oap *oap, struct tasks *ts,
 		      bool *changed)
 {
+	/* Rover sends them at every check (check_interval, 5 s), the values of the last second */
+	bool meter_due = c->second % CONT_METER_EVERY == 0;
 	size_t slot = c->second++ % CONT_MAX_PERIOD;
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	struct sw_msgs meters = { 0 };
 	bool taken = false;
 
 	c->load_window[slot] = NAN;
@@ -600,8 +651,11 @@ bool continuous_check(struct continuous *c, const struct procs *ps, struct oap *
 	if (any_items(c, CHECK_SYSTEM_LOAD))
 		c->load_window[slot] = read_load1();
 	for (size_t i = 0; i < ps->n; i++)
-		taken |= check_process(c, ps, ps->v[i], slot, now, oap, ts, changed);
+		taken |= check_process(c, ps, ps->v[i], slot, now, oap, ts, changed, meter_due ? &meters : NULL);
 	watches_prune(c);
+	if (!oap->fatal)
+		send_meters(c, oap, &meters);
+	sw_msgs_free(&meters);
 	return taken;
 }
 

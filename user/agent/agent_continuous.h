@@ -32,6 +32,8 @@ enum cont_check {
 	CHECK_HTTP_AVG_RT,	/* HTTP_AVG_RESPONSE_TIME: not measured here */
 	CHECK_COUNT,
 };
+/* Meters (rover_con_p_*) go every this many checks: Rover's check_interval, 5 s. */
+#define CONT_METER_EVERY 5
 /* Checks with a window per process (the system load has one for all). */
 #define CONT_PROCESS_CHECKS 2
 
@@ -72,7 +74,8 @@ struct continuous {
 	uint64_t second;		/* checks done: the slot of the next value is second % CONT_MAX_PERIOD */
 	long clock_ticks;		/* sysconf(_SC_CLK_TCK) */
 	uint64_t bad_json_hash;		/* the last undecodable ServiceWithPolicyJSON, said once */
-	uint64_t trips, reports, refused_reports;
+	uint64_t trips, reports;
+	uint64_t meters_sent, meters_dropped;	/* rover_con_p_* collections; dropped: the OAP did not take them */
 };
 
 void continuous_init(struct continuous *c, const struct agent_opts *o);

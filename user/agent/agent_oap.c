@@ -18,6 +18,7 @@ static const struct {
 	[CALL_COLLECT] = { "collectProfilingData", SW_PATH_COLLECT },
 	[CALL_POLICIES] = { "queryPolicies", SW_PATH_QUERY_POLICIES },
 	[CALL_TRIGGER] = { "reportProfilingTask", SW_PATH_REPORT_TASK },
+	[CALL_METERS] = { "collectBatch", SW_PATH_METERS },
 };
 
 static bool transient(int code)
@@ -114,14 +115,14 @@ bool oap_unary(struct oap *oap, enum oap_call call, struct sw_msg *req, struct g
 }
 
 
-/* One collectProfilingData stream of @msgs; the call's gRPC code. */
-int oap_send_batch(struct oap *oap, const struct sw_msgs *msgs, struct grpc_status *st)
+/* One stream of @msgs to @path; the call's gRPC code. */
+static int send_stream(struct oap *oap, const char *path, const struct sw_msgs *msgs, struct grpc_status *st)
 {
 	struct grpc_buf reply = { 0 };
 	struct grpc_call *call;
 	int code;
 
-	code = grpc_stream_open(oap->ch, SW_PATH_COLLECT, oap->o->deadline_ms, &call, st);
+	code = grpc_stream_open(oap->ch, path, oap->o->deadline_ms, &call, st);
 	if (code)
 		return code;
 	for (size_t i = 0; i < msgs->n; i++)
@@ -130,6 +131,20 @@ int oap_send_batch(struct oap *oap, const struct sw_msgs *msgs, struct grpc_stat
 	code = grpc_stream_finish(call, &reply, st);
 	grpc_buf_free(&reply);
 	return code;
+}
+
+/* One collectProfilingData stream of @msgs; the call's gRPC code. */
+int oap_send_batch(struct oap *oap, const struct sw_msgs *msgs, struct grpc_status *st)
+{
+	return send_stream(oap, SW_PATH_COLLECT, msgs, st);
+}
+
+bool oap_stream(struct oap *oap, enum oap_call call, const struct sw_msgs *msgs)
+{
+	struct grpc_status st;
+	int code = send_stream(oap, calls[call].path, msgs, &st);
+
+	return !oap_call_failed(oap, call, code, &st);
 }
 
 struct grpc_channel *oap_channel_new(const struct agent_opts *o)

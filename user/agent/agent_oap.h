@@ -19,7 +19,7 @@
 #define STOP_GRACE_MS 3000
 
 /* The OAP's calls; each is a bit of oap.failing. */
-enum oap_call { CALL_REPORT, CALL_KEEPALIVE, CALL_QUERY, CALL_COLLECT, CALL_POLICIES, CALL_TRIGGER, CALL_COUNT };
+enum oap_call { CALL_REPORT, CALL_KEEPALIVE, CALL_QUERY, CALL_COLLECT, CALL_POLICIES, CALL_TRIGGER, CALL_METERS, CALL_COUNT };
 
 struct oap {
 	struct grpc_channel *ch;
@@ -48,5 +48,7 @@ void oap_call_idle(struct oap *oap, enum oap_call call);
 void oap_answer_decoded(struct oap *oap, enum oap_call call, bool decoded);
 bool oap_unary(struct oap *oap, enum oap_call call, struct sw_msg *req, struct grpc_buf *reply);
 int oap_send_batch(struct oap *oap, const struct sw_msgs *msgs, struct grpc_status *st);
+/* One client stream of @msgs to @call's method; false (said as oap_call_failed says) when it failed. */
+bool oap_stream(struct oap *oap, enum oap_call call, const struct sw_msgs *msgs);
 
 #endif /* AGENT_OAP_H */

@@ -21,6 +21,7 @@
 #include "ebpf/profiling/Continuous.pb.h"
 #include "ebpf/profiling/Process.pb.h"
 #include "ebpf/profiling/Profile.pb.h"
+#include "language-agent/Meter.pb.h"
 #include "skywalking.h"
 #include "util.h"
 
@@ -453,6 +454,56 @@ int sw_encode_continuous_report(const struct sw_continuous_report *r, struct sw_
 		return -EINVAL;	/* no NETWORK tasks here */
 	}
 	return encode(skywalking_v3_ContinuousProfilingReport_fields, &msg, out);
+}
+
+/* ---- meters (language-agent/Meter.proto) ---- */
+
+struct meter_list {
+	const struct sw_meter *v;
+	size_t n;
+	const char *service, *instance;
+	int64_t timestamp_ms;
+};
+
+static void set_label(skywalking_v3_Label *l, const char *name, const char *value)
+{
+	snprintf(l->name, sizeof(l->name), "%s", name);
+	snprintf(l->value, sizeof(l->value), "%s", value ? value : "");
+}
+
+static bool enc_meters(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
+{
+	const struct meter_list *list = *arg;
+
+	for (size_t i = 0; i < list->n; i++) {
+		skywalking_v3_MeterData d = skywalking_v3_MeterData_init_zero;
+		skywalking_v3_MeterSingleValue *v = &d.metric.singleValue;
+
+		d.which_metric = skywalking_v3_MeterData_singleValue_tag;
+		snprintf(v->name, sizeof(v->name), "%s", list->v[i].name);
+		set_label(&v->labels[0], "process_name", list->v[i].process_name);
+		set_label(&v->labels[1], "layer", list->v[i].layer ? list->v[i].layer : SW_LAYER_DEFAULT);
+		v->labels_count = 2;
+		v->value = list->v[i].value;
+		set_str(&d.service, list->service);
+		set_str(&d.serviceInstance, list->instance);
+		d.timestamp = list->timestamp_ms;
+		if (!pb_encode_tag_for_field(stream, field) ||
+		    !pb_encode_submessage(stream, skywalking_v3_MeterData_fields, &d))
+			return false;
+	}
+	return true;
+}
+
+int sw_encode_meters(const char *service, const char *instance, int64_t timestamp_ms, const struct sw_meter *v,
+		     size_t n, struct sw_msg *out)
+{
+	skywalking_v3_MeterDataCollection msg = skywalking_v3_MeterDataCollection_init_zero;
+	struct meter_list list = { v, n, service, instance, timestamp_ms };
+
+	msg.meterData.funcs.encode = enc_meters;
+	msg.meterData.arg = &list;
+	return encode(skywalking_v3_MeterDataCollection_fields, &msg, out);
 }
 
 /* One command's arguments, while decoding: where they go and the reply's drop counter. */

@@ -18,6 +18,7 @@
 #define SW_PATH_COLLECT "/skywalking.v3.EBPFProfilingService/collectProfilingData"
 #define SW_PATH_QUERY_POLICIES "/skywalking.v3.ContinuousProfilingService/queryPolicies"
 #define SW_PATH_REPORT_TASK "/skywalking.v3.ContinuousProfilingService/reportProfilingTask"
+#define SW_PATH_METERS "/skywalking.v3.MeterReportService/collectBatch"
 
 /*
  * The layer the service of our processes is given (keepAlive applies it).
@@ -202,6 +203,17 @@ struct sw_continuous_report {
 };
 
 int sw_encode_continuous_report(const struct sw_continuous_report *r, struct sw_msg *out);
+
+/* A single-value meter of a process, labelled process_name and layer (as Rover's continuous meters). */
+struct sw_meter {
+	const char *name;
+	double value;
+	const char *process_name, *layer;
+};
+
+/* A MeterDataCollection: one MeterData per meter, each naming @service and @instance. */
+int sw_encode_meters(const char *service, const char *instance, int64_t timestamp_ms, const struct sw_meter *v,
+		     size_t n, struct sw_msg *out);
 
 /* A random (version 4) UUID, 36 characters + NUL. */
 void sw_uuid(char out[37]);
