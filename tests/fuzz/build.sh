@@ -32,8 +32,9 @@ declare -A SRCS=(
 	[kallsyms]="$F/fuzz_kallsyms.c $U/symbolize/kallsyms.c $U/symbolize/symtab.c"
 	[elf]="$F/fuzz_elf.c $SYMS"
 	[events]="$F/fuzz_events.c $U/cmd/events.c $U/export/bincode.c"
+	[policies]="$F/fuzz_policies.c $U/agent/agent_continuous.c $U/lib/json.c"
 )
-TARGETS=${*:-commands grpc config maps perfmap open kallsyms elf events}
+TARGETS=${*:-commands grpc config maps perfmap open kallsyms elf events policies}
 for t in $TARGETS; do
 	[ -n "${SRCS[$t]}" ] || { echo "build.sh: no target $t" >&2; exit 2; }
 	# shellcheck disable=SC2086 # word splitting of the lists is meant

@@ -235,6 +235,8 @@ static void agent_reload(struct agent *a)
 	a->o = next;
 	symbolizer_apply(a->sym, &a->o.prof.symbols);
 	a->spool.limit = a->o.spool_bytes;	/* a smaller spool drops its oldest at the next push */
+	a->cont.task_s = a->o.continuous_task_s;	/* for the tasks started from now on */
+	a->cont.silence_s = a->o.continuous_silence_s;
 	if (identity)
 		procs_forget(&a->procs);
 	log_notice("reload: selection (%d pids, %d patterns, %d cgroups), intervals, spool%s applied; "

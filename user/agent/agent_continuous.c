@@ -256,7 +256,7 @@ static uint64_t text_hash(const char *s)
  * sends it again at every query, since the UUID held stays the old one) and
  * changes nothing: the policies held are kept.
  */
-static void apply_policies(struct continuous *c, const struct oap *oap, const char *text)
+void continuous_apply_json(struct continuous *c, const struct oap *oap, const char *text)
 {
 	const char *err = NULL;
 	size_t at = 0;
@@ -321,7 +321,7 @@ void continuous_query(struct continuous *c, struct oap *oap, const struct procs 
 		const char *json = sw_command_arg(&cmds.v[i], SW_POLICY_ARG);
 
 		if (cmds.v[i].name && !strcmp(cmds.v[i].name, SW_POLICY_COMMAND) && json)
-			apply_policies(c, oap, json);
+			continuous_apply_json(c, oap, json);
 		else
 			log_info("queryPolicies: ignoring OAP command %s", cmds.v[i].name ? cmds.v[i].name : "(unnamed)");
 	}

@@ -81,6 +81,8 @@ struct continuous {
 void continuous_init(struct continuous *c, const struct agent_opts *o);
 /* queryPolicies for the services of @ps's processes; applies what changed. */
 void continuous_query(struct continuous *c, struct oap *oap, const struct procs *ps);
+/* A ServiceWithPolicyJSON text (continuous_query's answer; the fuzzer's input): what it changes. */
+void continuous_apply_json(struct continuous *c, const struct oap *oap, const char *text);
 /*
  * One second's check: reads /proc for the processes of services with a
  * policy, and reports what tripped; a task the OAP answers with goes into
