@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Workload for the continuous profiling tests: idle, then THREADS threads
- * burning CPU in cont_hot, then idle again until killed.
+ * burning CPU in cont_hot, then idle again until killed.  The threads are
+ * there from the start (a known thread count), waiting for the burn.
  *   cont_burn IDLE_S BURN_S [STAMP_FILE [THREADS]]
  * STAMP_FILE ("-": none) gets the wall-clock ms (CLOCK_REALTIME) at which the
  * burn starts.
@@ -31,10 +32,19 @@ __attribute__((noinline)) static void cont_burn_for(double seconds)
 }
 
 static double burn_s;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t start = PTHREAD_COND_INITIALIZER;
+static int started;
 
 static void *burner(void *arg)
 {
+	pthread_mutex_lock(&lock);
+	while (!started)
+		pthread_cond_wait(&start, &lock);
+	pthread_mutex_unlock(&lock);
 	cont_burn_for(burn_s);
+	for (;;)
+		pause();
 	return arg;
 }
 
@@ -45,6 +55,8 @@ int main(int argc, char **argv)
 	pthread_t t;
 
 	burn_s = argc > 2 ? atof(argv[2]) : 10;
+	for (int i = 1; i < threads; i++)
+		pthread_create(&t, NULL, burner, NULL);
 	usleep((useconds_t)(idle * 1e6));
 	if (argc > 3 && strcmp(argv[3], "-")) {
 		FILE *f = fopen(argv[3], "w");
@@ -54,8 +66,10 @@ int main(int argc, char **argv)
 			fclose(f);
 		}
 	}
-	for (int i = 1; i < threads; i++)
-		pthread_create(&t, NULL, burner, NULL);
+	pthread_mutex_lock(&lock);
+	started = 1;
+	pthread_cond_broadcast(&start);
+	pthread_mutex_unlock(&lock);
 	cont_burn_for(burn_s);
 	for (;;)
 		pause();

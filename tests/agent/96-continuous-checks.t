@@ -1,0 +1,63 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# aperture run --continuous: the thread-count and system-load checks.  A policy
+# "PROCESS_THREAD_COUNT >= 8 and SYSTEM_LOAD >= 0, each in 2 of 3 s" on the
+# service; cont_nine has 9 threads, cont_one 1, both idle.  cont_nine's report
+# carries both causes (9 threads; the load /proc/loadavg shows), cont_one's
+# the load only.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/oap.sh"
+require_root
+have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and protoc"
+[ -x "$APERTURE" ] && [ -x "$WL/cont_burn" ] || skip_all "build aperture and tests first"
+
+PORT=$(free_port)
+REC=$TMP/record.jsonl
+SVC=cont-checks-$$
+cat > "$TMP/policy.json" <<JSON
+{"$SVC": {"uuid": "checks-1", "config": {"ON_CPU": {
+    "PROCESS_THREAD_COUNT": {"threshold": "8", "period": 3, "count": 2},
+    "SYSTEM_LOAD": {"threshold": "0", "period": 3, "count": 2}}}}}
+JSON
+start_oap "$PORT" "$REC" --policy-file "$TMP/policy.json" || { plan 1; fail "fake OAP starts"; done_testing; }
+mkdir -p "$TMP/bin"
+cp "$WL/cont_burn" "$TMP/bin/cont_nine"
+cp "$WL/cont_burn" "$TMP/bin/cont_one"
+bg "$TMP/bin/cont_nine" 999 0 - 9
+bg "$TMP/bin/cont_one" 999 0 - 1
+"$APERTURE" run --oap 127.0.0.1:$PORT --service "$SVC" --exe-pattern "$TMP/bin/*" --continuous \
+	--continuous-task 2 --heartbeat-interval 1 --task-interval 1 --flush-interval 1 -d 8 -v 2> "$TMP/agent.log" &
+AGENT=$!
+# The 1-minute load while the agent checks, read as the agent reads it.
+loads=()
+for i in 1 2 3 4 5 6; do sleep 1; loads+=("$(cut -d' ' -f1 /proc/loadavg)"); done
+wait "$AGENT"
+is "agent exits 0" "$?" 0
+
+# causes PROCESS: "TYPE THRESHOLD CURRENT" per cause of its first report, sorted
+causes() {
+	$PY -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("event") == "continuous_task" and r["task"]["ProcessName"] == sys.argv[2]:
+        for c in sorted(r["task"]["causes"], key=lambda c: c["type"]):
+            print(c["type"], c["raw_threshold"], c["raw_current"])
+        break' "$REC" "$1"
+}
+nine=$(causes cont_nine)
+one=$(causes cont_one)
+diag "cont_nine: $(echo $nine); cont_one: $(echo $one); loads seen: ${loads[*]}"
+is "cont_nine: two causes" "$(echo "$nine" | grep -c .)" 2
+is "cont_nine: thread count 9 >= 8" "$(echo "$nine" | grep PROCESS_THREAD_COUNT)" "PROCESS_THREAD_COUNT 8.0 9.0"
+is "cont_one: the load only (1 thread < 8)" "$(echo "$one" | cut -d' ' -f1,2)" "SYSTEM_LOAD 0.0"
+# The load the agent reported is one of those /proc/loadavg showed meanwhile (it moves by
+# hundredths within seconds; +-0.5 for the second between the two reads).
+lo=$(printf '%s\n' "${loads[@]}" | sort -g | head -1)
+hi=$(printf '%s\n' "${loads[@]}" | sort -g | tail -1)
+for who in nine one; do
+	v=$(printf "%s\n" "${!who}" | awk '$1 == "SYSTEM_LOAD" { print $3 }')
+	ok "cont_$who: load $v within /proc/loadavg's $lo..$hi (+-0.5)" \
+		awk -v v="$v" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(v != "" && v >= lo - 0.5 && v <= hi + 0.5) }'
+done
+done_testing
