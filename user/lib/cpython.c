@@ -20,6 +20,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "cpython.h"
+#include "elfscan.h"
 #include "procmaps.h"
 #include "safe_open.h"
 #include "python_tables.h"
@@ -167,85 +168,6 @@ static int open_mapped_file(uint32_t tgid, const struct pyfile *pf)
 		return -ESTALE;	/* replaced at its path since it was mapped */
 	}
 	return fd;
-}
-
-struct elf_wanted {
-	const char *name;
-	uint64_t value;
-	uint64_t size;
-	bool found;
-};
-
-/* Looks @want up in .symtab and .dynsym (either may be missing: Debian strips .symtab). */
-static void elf_find_symbols(Elf *elf, struct elf_wanted *want, int nwant)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *data;
-		size_t n;
-
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
-		    !sh.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		n = sh.sh_size / sh.sh_entsize;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (!gelf_getsym(data, (int)i, &sym) || !sym.st_value)
-				continue;
-			name = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (!name)
-				continue;
-			for (int w = 0; w < nwant; w++)
-				if (!want[w].found && strcmp(name, want[w].name) == 0) {
-					want[w].value = sym.st_value;
-					want[w].size = sym.st_size;
-					want[w].found = true;
-				}
-		}
-	}
-}
-
-/* The link-time address of the first PT_LOAD (a PIE's or library's is 0; a fixed executable's is its base). */
-static bool elf_first_load(Elf *elf, uint64_t *vaddr)
-{
-	size_t n;
-
-	if (elf_getphdrnum(elf, &n))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
-			*vaddr = ph.p_vaddr - ph.p_offset;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* @len bytes at link-time address @vaddr of the file. */
-static bool elf_read_vaddr(Elf *elf, int fd, uint64_t vaddr, void *buf, size_t len)
-{
-	size_t n;
-
-	if (elf_getphdrnum(elf, &n))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || vaddr < ph.p_vaddr ||
-		    vaddr + len > ph.p_vaddr + ph.p_filesz)
-			continue;
-		return pread(fd, buf, len, (off_t)(ph.p_offset + vaddr - ph.p_vaddr)) == (ssize_t)len;
-	}
-	return false;
 }
 
 /* ---- glibc's thread-specific data ---- */
@@ -449,7 +371,7 @@ static int describe(uint32_t tgid, const struct pyfile *pf, struct cpython_proc 
 	err = elf && elf_kind(elf) == ELF_K_ELF ? 0 : -ENOEXEC;
 	if (!err) {
 		elf_find_symbols(elf, want, sizeof(want) / sizeof(want[0]));
-		if (!elf_first_load(elf, &first_vaddr))
+		if (!elf_first_load_vaddr(elf, &first_vaddr))
 			err = -ENOEXEC;
 	}
 	elf_end(elf);
