@@ -116,43 +116,49 @@ static bool name_version(const char *base, bool *library, int *minor, char *flav
 	return *flavour == '\0' || ((*flavour == 't' || *flavour == 'd') && base[n + 1] == '\0');
 }
 
+/* find_file()'s maps_each() callback: the first mapping of each kind of python file. */
+struct pyfiles {
+	struct pyfile *lib, *exe;
+};
+
+static int pyfile_line(const struct maps_line *ml, void *ctx)
+{
+	struct pyfiles *files = ctx;
+	const char *base;
+	struct pyfile *pf;
+	bool library;
+	char flavour;
+	int minor;
+
+	if (!maps_line_is_file(ml))
+		return 0;
+	base = strrchr(ml->path, '/') + 1;
+	if (!name_version(base, &library, &minor, &flavour))
+		return 0;
+	pf = library ? files->lib : files->exe;
+	if (pf->path[0])
+		return 0;	/* the first such file wins (later mappings of it too) */
+	snprintf(pf->path, sizeof(pf->path), "%s", ml->path);
+	pf->start = ml->start;
+	pf->end = ml->end;
+	pf->offset = ml->offset;
+	pf->ino = ml->ino;
+	pf->base = ml->start - ml->offset;
+	pf->minor = minor;
+	pf->flavour = flavour;
+	pf->library = library;
+	return 0;
+}
+
 /* Every mapping of a python file: a library beats the executable (pyenv's python3 maps libpython). */
 static int find_file(uint32_t tgid, struct pyfile *lib, struct pyfile *exe)
 {
+	struct pyfiles files = { .lib = lib, .exe = exe };
 	FILE *f = proc_maps_open(tgid);
-	char *line = NULL;
-	size_t cap = 0;
 
 	if (!f)
 		return -ESRCH;
-	while (getline(&line, &cap, f) > 0) {
-		struct maps_line ml;
-		const char *base;
-		struct pyfile *pf;
-		bool library;
-		char flavour;
-		int minor;
-
-		line[strcspn(line, "\n")] = '\0';
-		if (!maps_line_parse(line, &ml) || !maps_line_is_file(&ml))
-			continue;
-		base = strrchr(ml.path, '/') + 1;
-		if (!name_version(base, &library, &minor, &flavour))
-			continue;
-		pf = library ? lib : exe;
-		if (pf->path[0])
-			continue;	/* the first such file wins (later mappings of it too) */
-		snprintf(pf->path, sizeof(pf->path), "%s", ml.path);
-		pf->start = ml.start;
-		pf->end = ml.end;
-		pf->offset = ml.offset;
-		pf->ino = ml.ino;
-		pf->base = ml.start - ml.offset;
-		pf->minor = minor;
-		pf->flavour = flavour;
-		pf->library = library;
-	}
-	free(line);
+	maps_each(f, pyfile_line, &files);
 	fclose(f);
 	return 0;
 }
