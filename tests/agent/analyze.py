@@ -6,6 +6,8 @@
   analyze.py task RECORD KIND [PROCESSNAME]   (ON_CPU | OFF_CPU; the first task created for
                                               it; with PROCESSNAME only that process's data)
   analyze.py commands RECORD KIND        the commands queryTasks answered for that task
+  analyze.py named RECORD KIND REGEX     samples of that task, and the percent of them
+                                         with a user-space symbol matching REGEX
   analyze.py auth RECORD                 distinct authentication values seen
   analyze.py queries RECORD              latestUpdateTime semantics
   analyze.py stored RECORD KIND          what the OAP keeps of that task: one record per id
@@ -205,6 +207,29 @@ def task(recs, kind, process=None):
     out("start_delay_ms", (start - int(t["TaskStartTime"])) if start is not None else "-")
 
 
+def named(recs, kind, regex):
+    t = task_of(recs, kind)
+    tid = t["TaskId"] if t else None
+    pattern = re.compile(regex)
+    total = hit = 0
+    for s in calls(recs, "collectProfilingData"):
+        cur = None
+        for m in s["messages"]:
+            if "task" in m:
+                cur = m["task"]["taskId"]
+            p = profiling(m)
+            if cur != tid or p is None:
+                continue
+            count = p.get("dumpCount", p.get("switchCount", 0))
+            total += count
+            syms = [sym for st in p.get("stacks", []) if st.get("stackType") == "PROCESS_USER_SPACE"
+                    for sym in st.get("stackSymbols", [])]
+            if any(pattern.search(sym) for sym in syms):
+                hit += count
+    out("samples", total)
+    out("named_pct", "%.1f" % (100.0 * hit / total if total else 0))
+
+
 def commands(recs, kind):
     """How queryTasks handed out the task: commands per answer, one process id each."""
     t = task_of(recs, kind)
@@ -364,6 +389,8 @@ def main():
         task(recs, sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
     elif cmd == "commands":
         commands(recs, sys.argv[3])
+    elif cmd == "named":
+        named(recs, sys.argv[3], sys.argv[4])
     elif cmd == "auth":
         auth(recs)
     elif cmd == "queries":

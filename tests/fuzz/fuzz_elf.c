@@ -62,7 +62,7 @@ static void unwinder_and_data_reads(const uint8_t *data, size_t size)
 				abort();
 			cfi_table_free(&t);
 		}
-		if (first_load_vaddr(e, &first_vaddr)) {
+		if (elf_first_load_vaddr(e, &first_vaddr)) {
 			find_object(e, SHT_SYMTAB, first_vaddr, name, sizeof(name));
 			find_object(e, SHT_DYNSYM, first_vaddr + 0x1000, name, sizeof(name));
 		}

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# --jvm-perfmap (user/lib/jvm_attach.c, user/cmd/jvm_perfmap.c): a JVM asked for
+# --jvm-perfmap (user/lib/jvm_attach.c, user/core/jvm_perfmap.c): a JVM asked for
 # its /tmp/perf-PID.map through the HotSpot attach socket names its JIT code;
 # a process that is not a JVM, or one that only looks like one, is not signalled;
 # a planted /tmp/.java_pidN that is not a socket is refused without a hang.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# run --jvm-perfmap (user/cmd/jvm_perfmap.c in the daemon): a JVM among the daemon's targets
+# run --jvm-perfmap (user/core/jvm_perfmap.c in the daemon): a JVM among the daemon's targets
 # is asked for its perf map at the start and again every S seconds, so a method compiled
 # later is named in the later profiles too; a target that never answers does not hold the
 # daemon's loop (the asking runs on its own thread): the interval lines come on time.

@@ -44,6 +44,7 @@
 #include "agent_store.h"
 #include "agent_tasks.h"
 #include "cli.h"
+#include "jvm_perfmap.h"
 #include "symbolize.h"
 #include "usage.h"
 
@@ -59,6 +60,7 @@ struct agent {
 	struct spool spool;
 	struct capture capture;
 	struct continuous cont;		/* --continuous */
+	struct jvm_perfmap *jvm;	/* --jvm-perfmap: asks the tasks' JVMs on its own thread */
 	int argc;			/* the command line, parsed again on SIGHUP */
 	char **argv;
 };
@@ -86,6 +88,12 @@ static void stats_line(struct agent *a, bool asked)
 		}
 	}
 	usage_symbols(&line, a->sym);
+	if (a->jvm) {
+		char summary[256];
+
+		jvm_perfmap_summary(a->jvm, summary, sizeof(summary));
+		usage_append(&line, "; %s", summary);
+	}
 	usage_append(&line, "; selected processes %zu/%d (%" PRIu64 " left out); tasks %zu; spool %zu/%zu bytes",
 		     a->procs.n, MAX_AGENT_PROCS, a->procs.left_out, a->tasks.n, a->spool.bytes, a->spool.limit);
 	/* Said only when true: "dropped" in the log means data was. */
@@ -178,11 +186,48 @@ static void agent_retarget(struct agent *a, int kind)
 		tasks_abort(&a->tasks, kind);
 }
 
+/* --jvm-perfmap: the JVMs asked are those among the processes of every kind's running tasks. */
+static void agent_retarget_jvm(struct agent *a)
+{
+	uint32_t *all = NULL, *grown;
+	int nall = 0;
+
+	if (!a->jvm)
+		return;
+	for (int k = 0; k < PROFILER_MAX; k++) {
+		uint32_t *want;
+		int nwant = a->prof[k].ops ? tasks_wanted_pids(&a->tasks, k, &want) : 0;
+
+		if (nwant < 0 || (nwant && !(grown = realloc(all, (size_t)(nall + nwant) * sizeof(*all))))) {
+			log_warn("--jvm-perfmap: out of memory, the JVMs asked are not updated");
+			if (nwant > 0)
+				free(want);
+			free(all);
+			return;
+		}
+		if (nwant) {
+			all = grown;
+			memcpy(all + nall, want, (size_t)nwant * sizeof(*all));	/* a pid twice is asked once */
+			nall += nwant;
+			free(want);
+		}
+	}
+	if (jvm_perfmap_set_only(a->jvm, all, nall))
+		log_warn("--jvm-perfmap: out of memory, the JVMs asked are not updated");
+	free(all);
+}
+
 static void agent_retarget_changed(struct agent *a, const bool *changed)
 {
+	bool any = false;
+
 	for (int k = 0; k < PROFILER_MAX; k++)
-		if (changed[k])
+		if (changed[k]) {
 			agent_retarget(a, k);
+			any = true;
+		}
+	if (any)
+		agent_retarget_jvm(a);
 }
 
 /*
@@ -353,6 +398,11 @@ static void agent_shutdown(struct agent *a)
 
 static void agent_free(struct agent *a)
 {
+	if (a->jvm) {
+		jvm_perfmap_stop(a->jvm);	/* its counts are final */
+		jvm_perfmap_report(a->jvm);
+		jvm_perfmap_free(a->jvm);
+	}
 	for (int k = 0; k < PROFILER_MAX; k++)
 		prof_close(&a->prof[k]);
 	run_close(&a->run);
@@ -400,6 +450,9 @@ int agent_main(int argc, char **argv)
 	a.sym = symbolizer_new(&a.o.prof.symbols);
 	if (!a.oap.ch || !a.sym)
 		goto out;
+	/* No target until a task runs (only = true: none, not every process). */
+	if (a.o.jvm_perfmap_s && !(a.jvm = jvm_perfmap_start((unsigned int)a.o.jvm_perfmap_s, NULL, 0, true)))
+		goto out;
 	/* Before the profilers: the ledger says which tasks run. */
 	if (!store_open(&a.store, a.o.state_dir, a.o.oap, a.o.pin_dir))
 		recovery_load(&a.store, &a.capture, &a.tasks, &a.spool, a.prof, a.sym);
@@ -408,6 +461,7 @@ int agent_main(int argc, char **argv)
 	for (int k = 0; k < PROFILER_MAX && !a.o.pin_dir; k++)
 		if (a.prof[k].ops)
 			agent_retarget(&a, k);	/* unpinned: loads the profilers of restored tasks */
+	agent_retarget_jvm(&a);	/* the restored tasks' JVMs */
 	if (recovery_unsaved(&a.store, &a.capture, a.prof, a.o.pin_dir != NULL, gen))
 		agent_capture(&a, gen);
 	agent_commit(&a);

@@ -12,13 +12,14 @@
 #include <unistd.h>
 #include "agent_opts.h"
 #include "cli.h"
+#include "jvm_perfmap.h"
 #include "skywalking.h"
 #include "util.h"
 
 enum {
 	OPT_OAP = 256, OPT_TOKEN_FILE, OPT_TOKEN, OPT_EXE, OPT_CGROUP, OPT_SERVICE, OPT_INSTANCE,
 	OPT_HEARTBEAT, OPT_TASK, OPT_FLUSH, OPT_REPORT_EVERY, OPT_SPOOL, OPT_DEADLINE,
-	OPT_RECONNECT, OPT_PIN, OPT_LAYER, OPT_LABEL, OPT_EXE_LABEL, OPT_STATE_DIR,
+	OPT_RECONNECT, OPT_PIN, OPT_LAYER, OPT_LABEL, OPT_EXE_LABEL, OPT_STATE_DIR, OPT_JVM_PERFMAP,
 };
 
 /* TLS to the OAP, as SkyWalking Rover's reporter.grpc.tls options (codes of 300 up are the profilers'). */
@@ -47,6 +48,7 @@ static const struct option agent_options[] = {
 	{ "reconnect-max", required_argument, NULL, OPT_RECONNECT },
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "jvm-perfmap", optional_argument, NULL, OPT_JVM_PERFMAP },
 	{ "tls", no_argument, NULL, OPT_TLS },
 	{ "ca", required_argument, NULL, OPT_CA },
 	{ "cert", required_argument, NULL, OPT_CERT },
@@ -111,6 +113,11 @@ static void usage(FILE *out)
 "Profiling (each profiler's options, for the tasks it serves).  OFF_CPU tasks count\n"
 "every switch out as SkyWalking Rover does: --state all --min-block-us 0 unless given.\n");
 	cli_profiler_help(out, CLI_KIND_OPTIONS);
+	fprintf(out,
+"      --jvm-perfmap[=S]      ask each JVM among the running tasks' processes (JDK 17+) to\n"
+"                             write /tmp/perf-PID.map (Java method names), at the task's\n"
+"                             start, each second for 5 s, then every S s (default %d)\n",
+		JVM_PERFMAP_DEFAULT_S);
 	fprintf(out, "\nCaps (SIGUSR1 and every heartbeat: a stats line with each one's use):\n");
 	cli_profiler_help(out, CLI_CAPS);
 	fprintf(out,
@@ -401,6 +408,10 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 		case OPT_OAP: o->oap = optarg; break;
 		case OPT_PIN: o->pin_dir = optarg; break;
 		case OPT_STATE_DIR: o->state_dir = optarg; break;
+		case OPT_JVM_PERFMAP:
+			o->jvm_perfmap_s = JVM_PERFMAP_DEFAULT_S;
+			ok = !optarg || parse_u64("--jvm-perfmap", optarg, 1, 3600, &o->jvm_perfmap_s);
+			break;
 		case OPT_TLS: o->tls.enabled = true; break;
 		case OPT_CA: o->tls.enabled = true; o->tls.ca_file = optarg; break;
 		case OPT_CERT: o->tls.enabled = true; o->tls.cert_file = optarg; break;

@@ -39,6 +39,7 @@ struct agent_opts {
 	uint64_t report_every;
 	uint64_t spool_bytes;
 	uint64_t duration_s;
+	uint64_t jvm_perfmap_s;		/* --jvm-perfmap[=S]: 0 off */
 	struct profiler_opts prof;	/* each profiler's own options (-F, --min-block-us, ...) */
 	const char *pin_dir;		/* NULL: profilers load per task, nothing pinned */
 	const char *state_dir;		/* --state-dir: the ledger lives in a subdirectory */

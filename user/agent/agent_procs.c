@@ -15,6 +15,7 @@
 #include "agent_procs.h"
 #include "elfsyms.h"
 #include "globmatch.h"
+#include "jvm_attach.h"
 #include "procmaps.h"
 #include "safe_open.h"
 #include "util.h"
@@ -163,15 +164,16 @@ static bool exe_has_symbols(uint32_t pid, const char *exe)
  * for an executable with no .symtab or .dynsym entry at all; aperture also
  * profiles an interpreter that writes a perf map, and wants a function
  * symbol of the executable's own (a stripped dynamic executable has .dynsym
- * entries, but only for what it imports).  Kernel threads (no executable)
- * have kernel stacks only, which kallsyms names.
+ * entries, but only for what it imports), and with --jvm-perfmap a JVM
+ * (mapping libjvm.so), which its tasks ask for a perf map.  Kernel threads
+ * (no executable) have kernel stacks only, which kallsyms names.
  */
-static bool profilable(uint32_t pid, const char *exe, const char *name)
+static bool profilable(uint32_t pid, const char *exe, const char *name, bool ask_jvms)
 {
 	if (!*exe)
 		return true;
 	if (is_interpreter(name))
-		return has_perf_map(pid);
+		return has_perf_map(pid) || (ask_jvms && jvm_maps_libjvm(pid));
 	return exe_has_symbols(pid, exe);
 }
 
@@ -212,11 +214,11 @@ static struct agent_proc *proc_new(const struct procs *ps, const struct agent_op
 		.pid = pid, .layer = o->layer, .service = p->service, .instance = p->instance,
 		.process_name = p->name, .command_line = p->cmdline, .host_ip = ps->host_ip,
 		.labels = p->labels, .nlabels = nlabels,
-		.profilable = profilable(pid, exe, p->name),
+		.profilable = profilable(pid, exe, p->name, o->jvm_perfmap_s != 0),
 	};
 	if (!p->sw.profilable)
 		log_info("process %u (%s): support_ebpf_profiling=false (%s)", pid, p->name,
-			 is_interpreter(p->name) ? "an interpreter without a perf map"
+			 is_interpreter(p->name) ? "an interpreter without a perf map (for a JVM: --jvm-perfmap)"
 						 : "no function symbols in its executable");
 	return p;
 }

@@ -60,6 +60,7 @@ static void keep_restart_keys(const struct agent_opts *now, struct agent_opts *n
 	KEEP("pin", pin_dir, str_differs(now->pin_dir, next->pin_dir));
 	KEEP("state-dir", state_dir, strcmp(now->state_dir, next->state_dir));
 	KEEP("duration", duration_s, now->duration_s != next->duration_s);
+	KEEP("jvm-perfmap", jvm_perfmap_s, now->jvm_perfmap_s != next->jvm_perfmap_s);
 #undef KEEP
 	if (len)
 		log_warn("reload: %s changed: not applied, they need a restart", keys);

@@ -598,7 +598,7 @@ static int daemon_start(struct daemon_run *run)
 	health_line(run, 0, 0, false);
 	/* After the attach: the code the JVMs compiled so far is named from the first drain. */
 	if (o->jvm_perfmap_s && !(run->jvm = jvm_perfmap_start((unsigned int)o->jvm_perfmap_s, o->pids,
-								o->prof.npids)))
+								o->prof.npids, false)))
 		return -ENOMEM;
 	return 0;
 }

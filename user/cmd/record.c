@@ -784,7 +784,7 @@ int record_main(int argc, char **argv)
 	}
 	/* After the attach: the code the JVM compiled so far is named from the first sample. */
 	if (o->jvm_perfmap_s &&
-	    !(run.jvm = jvm_perfmap_start((unsigned int)o->jvm_perfmap_s, o->pids, o->prof.npids))) {
+	    !(run.jvm = jvm_perfmap_start((unsigned int)o->jvm_perfmap_s, o->pids, o->prof.npids, false))) {
 		err = EXIT_RUNTIME;
 		goto cleanup;
 	}

@@ -20,6 +20,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "cpython.h"
+#include "elfscan.h"
 #include "procmaps.h"
 #include "safe_open.h"
 #include "python_tables.h"
@@ -115,43 +116,49 @@ static bool name_version(const char *base, bool *library, int *minor, char *flav
 	return *flavour == '\0' || ((*flavour == 't' || *flavour == 'd') && base[n + 1] == '\0');
 }
 
+/* find_file()'s maps_each() callback: the first mapping of each kind of python file. */
+struct pyfiles {
+	struct pyfile *lib, *exe;
+};
+
+static int pyfile_line(const struct maps_line *ml, void *ctx)
+{
+	struct pyfiles *files = ctx;
+	const char *base;
+	struct pyfile *pf;
+	bool library;
+	char flavour;
+	int minor;
+
+	if (!maps_line_is_file(ml))
+		return 0;
+	base = strrchr(ml->path, '/') + 1;
+	if (!name_version(base, &library, &minor, &flavour))
+		return 0;
+	pf = library ? files->lib : files->exe;
+	if (pf->path[0])
+		return 0;	/* the first such file wins (later mappings of it too) */
+	snprintf(pf->path, sizeof(pf->path), "%s", ml->path);
+	pf->start = ml->start;
+	pf->end = ml->end;
+	pf->offset = ml->offset;
+	pf->ino = ml->ino;
+	pf->base = ml->start - ml->offset;
+	pf->minor = minor;
+	pf->flavour = flavour;
+	pf->library = library;
+	return 0;
+}
+
 /* Every mapping of a python file: a library beats the executable (pyenv's python3 maps libpython). */
 static int find_file(uint32_t tgid, struct pyfile *lib, struct pyfile *exe)
 {
+	struct pyfiles files = { .lib = lib, .exe = exe };
 	FILE *f = proc_maps_open(tgid);
-	char *line = NULL;
-	size_t cap = 0;
 
 	if (!f)
 		return -ESRCH;
-	while (getline(&line, &cap, f) > 0) {
-		struct maps_line ml;
-		const char *base;
-		struct pyfile *pf;
-		bool library;
-		char flavour;
-		int minor;
-
-		line[strcspn(line, "\n")] = '\0';
-		if (!maps_line_parse(line, &ml) || !maps_line_is_file(&ml))
-			continue;
-		base = strrchr(ml.path, '/') + 1;
-		if (!name_version(base, &library, &minor, &flavour))
-			continue;
-		pf = library ? lib : exe;
-		if (pf->path[0])
-			continue;	/* the first such file wins (later mappings of it too) */
-		snprintf(pf->path, sizeof(pf->path), "%s", ml.path);
-		pf->start = ml.start;
-		pf->end = ml.end;
-		pf->offset = ml.offset;
-		pf->ino = ml.ino;
-		pf->base = ml.start - ml.offset;
-		pf->minor = minor;
-		pf->flavour = flavour;
-		pf->library = library;
-	}
-	free(line);
+	maps_each(f, pyfile_line, &files);
 	fclose(f);
 	return 0;
 }
@@ -167,85 +174,6 @@ static int open_mapped_file(uint32_t tgid, const struct pyfile *pf)
 		return -ESTALE;	/* replaced at its path since it was mapped */
 	}
 	return fd;
-}
-
-struct elf_wanted {
-	const char *name;
-	uint64_t value;
-	uint64_t size;
-	bool found;
-};
-
-/* Looks @want up in .symtab and .dynsym (either may be missing: Debian strips .symtab). */
-static void elf_find_symbols(Elf *elf, struct elf_wanted *want, int nwant)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *data;
-		size_t n;
-
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
-		    !sh.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		n = sh.sh_size / sh.sh_entsize;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (!gelf_getsym(data, (int)i, &sym) || !sym.st_value)
-				continue;
-			name = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (!name)
-				continue;
-			for (int w = 0; w < nwant; w++)
-				if (!want[w].found && strcmp(name, want[w].name) == 0) {
-					want[w].value = sym.st_value;
-					want[w].size = sym.st_size;
-					want[w].found = true;
-				}
-		}
-	}
-}
-
-/* The link-time address of the first PT_LOAD (a PIE's or library's is 0; a fixed executable's is its base). */
-static bool elf_first_load(Elf *elf, uint64_t *vaddr)
-{
-	size_t n;
-
-	if (elf_getphdrnum(elf, &n))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
-			*vaddr = ph.p_vaddr - ph.p_offset;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* @len bytes at link-time address @vaddr of the file. */
-static bool elf_read_vaddr(Elf *elf, int fd, uint64_t vaddr, void *buf, size_t len)
-{
-	size_t n;
-
-	if (elf_getphdrnum(elf, &n))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || vaddr < ph.p_vaddr ||
-		    vaddr + len > ph.p_vaddr + ph.p_filesz)
-			continue;
-		return pread(fd, buf, len, (off_t)(ph.p_offset + vaddr - ph.p_vaddr)) == (ssize_t)len;
-	}
-	return false;
 }
 
 /* ---- glibc's thread-specific data ---- */
@@ -449,7 +377,7 @@ static int describe(uint32_t tgid, const struct pyfile *pf, struct cpython_proc 
 	err = elf && elf_kind(elf) == ELF_K_ELF ? 0 : -ENOEXEC;
 	if (!err) {
 		elf_find_symbols(elf, want, sizeof(want) / sizeof(want[0]));
-		if (!elf_first_load(elf, &first_vaddr))
+		if (!elf_first_load_vaddr(elf, &first_vaddr))
 			err = -ENOEXEC;
 	}
 	elf_end(elf);

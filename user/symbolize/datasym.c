@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "datasym.h"
+#include "elfscan.h"
 #include "procmaps.h"
 #include "safe_open.h"
 
@@ -95,53 +96,33 @@ static int find_maps(uint32_t tgid, uint64_t addr, struct file_map *below, struc
 	return err;
 }
 
-/* The lowest PT_LOAD's address less its file offset: what maps to file offset 0. */
-static bool first_load_vaddr(Elf *e, uint64_t *vaddr)
+/* What find_object() looks for: a data object covering vaddr, named into out. */
+struct object_search {
+	uint64_t vaddr;
+	char *out;
+	size_t len;
+};
+
+static int object_at(const GElf_Sym *s, const char *name, void *ctx)
 {
-	size_t n;
+	const struct object_search *os = ctx;
 
-	if (elf_getphdrnum(e, &n))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
-			*vaddr = ph.p_vaddr - ph.p_offset;
-			return true;
-		}
-	}
-	return false;
+	if (GELF_ST_TYPE(s->st_info) != STT_OBJECT || !*name || os->vaddr < s->st_value ||
+	    os->vaddr >= s->st_value + (s->st_size ? s->st_size : 1))
+		return 0;
+	if (os->vaddr == s->st_value)
+		snprintf(os->out, os->len, "%s", name);
+	else
+		snprintf(os->out, os->len, "%s+0x%" PRIx64, name, os->vaddr - s->st_value);
+	return 1;
 }
 
 /* A data object covering @vaddr in the symbol sections of @type. */
 static int find_object(Elf *e, GElf_Word type, uint64_t vaddr, char *out, size_t len)
 {
-	Elf_Scn *scn = NULL;
+	struct object_search os = { .vaddr = vaddr, .out = out, .len = len };
 
-	while ((scn = elf_nextscn(e, scn))) {
-		Elf_Data *data = elf_getdata(scn, NULL);
-		GElf_Shdr sh;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !data || !sh.sh_entsize)
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *name;
-
-			if (!gelf_getsym(data, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_OBJECT ||
-			    vaddr < s.st_value || vaddr >= s.st_value + (s.st_size ? s.st_size : 1))
-				continue;
-			name = elf_strptr(e, sh.sh_link, s.st_name);
-			if (!name || !*name)
-				continue;
-			if (vaddr == s.st_value)
-				snprintf(out, len, "%s", name);
-			else
-				snprintf(out, len, "%s+0x%" PRIx64, name, vaddr - s.st_value);
-			return 0;
-		}
-	}
-	return -ENOENT;
+	return elf_each_symbol(e, type, object_at, &os) ? 0 : -ENOENT;
 }
 
 int data_symbol_name(uint32_t tgid, uint64_t addr, char *out, size_t len)
@@ -164,7 +145,7 @@ int data_symbol_name(uint32_t tgid, uint64_t addr, char *out, size_t len)
 	}
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	err = e && first_load_vaddr(e, &first_vaddr) ? 0 : -ENOEXEC;
+	err = e && elf_first_load_vaddr(e, &first_vaddr) ? 0 : -ENOEXEC;
 	if (!err) {
 		uint64_t vaddr = addr - base.start + first_vaddr;
 

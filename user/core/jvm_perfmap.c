@@ -23,6 +23,7 @@
 
 #define MAX_JVMS	 64	/* JVMs asked per run; more are counted, not asked */
 #define MAX_DEPTH	 64	/* parents walked to find a named ancestor */
+#define MAX_PROCS	 (1u << 22)	/* the ppid table's bound (pid_max's own) */
 #define ATTACH_TIMEOUT_MS 3000
 #define ROUND_BUDGET_NS	 (5 * 1000000000ull)	/* a round stops asking after this; the next one goes on */
 #define MAX_TIMEOUTS	 3	/* a JVM that timed out this many times in a row is not asked again */
@@ -45,7 +46,8 @@ struct jvm_perfmap {
 	pthread_cond_t wake;	/* CLOCK_MONOTONIC: a stop or new targets */
 	bool stop;
 	uint64_t next_ns;	/* the next round, CLOCK_MONOTONIC */
-	uint32_t *pids;		/* the targets: the worker takes a copy at each round */
+	bool every;		/* every process is a target (record and run without -p) */
+	uint32_t *pids;		/* else these and their descendants: the worker takes a copy at each round */
 	int npids;
 	struct jvm jvms[MAX_JVMS];
 	unsigned int njvms, skipped;
@@ -62,14 +64,68 @@ static bool stopping(struct jvm_perfmap *jp)
 	return stop;
 }
 
-/* Whether @pid is a target: any process without pids, else a named one or a descendant of one. */
-static bool is_target(const uint32_t *pids, int npids, uint32_t pid)
+/* A round's targets: the worker's copy. */
+struct targets {
+	bool every;
+	uint32_t *pids;
+	int npids, cap;
+};
+
+/* A round's view of the process tree: each process's parent, read once, sorted by pid. */
+struct ppid_table {
+	struct ppid { uint32_t pid, ppid; } *v;
+	size_t n, cap;
+};
+
+static int ppid_cmp(const void *a, const void *b)
 {
-	if (!npids)
+	uint32_t x = ((const struct ppid *)a)->pid, y = ((const struct ppid *)b)->pid;
+
+	return x < y ? -1 : x > y;
+}
+
+/* 0 when @pid was not in /proc at the round's start (or has no parent). */
+static uint32_t ppid_of(const struct ppid_table *t, uint32_t pid)
+{
+	struct ppid key = { .pid = pid }, *found = t->n ? bsearch(&key, t->v, t->n, sizeof(*t->v), ppid_cmp) : NULL;
+
+	return found ? found->ppid : 0;
+}
+
+/*
+ * Each process's parent, one /proc/PID/stat read each: the descendants of the targets are found
+ * in this table, not by reading each process's ancestors again for every process.
+ */
+static void ppid_read(struct ppid_table *t)
+{
+	struct dirent *d;
+	DIR *proc = opendir("/proc");
+
+	t->n = 0;
+	while (proc && (d = readdir(proc)) && t->n < MAX_PROCS) {
+		uint32_t pid;
+
+		if (!isdigit((unsigned char)d->d_name[0]))
+			continue;
+		pid = (uint32_t)strtoul(d->d_name, NULL, 10);
+		if (array_reserve((void **)&t->v, &t->cap, t->n, sizeof(*t->v), 256))
+			break;	/* out of memory: the processes not read are not targets this round */
+		t->v[t->n++] = (struct ppid){ .pid = pid, .ppid = proc_parent(pid) };
+	}
+	if (proc)
+		closedir(proc);
+	if (t->n)
+		qsort(t->v, t->n, sizeof(*t->v), ppid_cmp);
+}
+
+/* Whether @pid is a target: any process with every, else a named one or a descendant of one. */
+static bool is_target(const struct targets *tg, const struct ppid_table *t, uint32_t pid)
+{
+	if (tg->every)
 		return true;
-	for (int depth = 0; pid > 1 && depth < MAX_DEPTH; depth++, pid = proc_parent(pid))
-		for (int i = 0; i < npids; i++)
-			if (pids[i] == pid)
+	for (int depth = 0; pid > 1 && depth < MAX_DEPTH; depth++, pid = ppid_of(t, pid))
+		for (int i = 0; i < tg->npids; i++)
+			if (tg->pids[i] == pid)
 				return true;
 	return false;
 }
@@ -120,39 +176,32 @@ static void ask(struct jvm_perfmap *jp, uint32_t pid)
 	pthread_mutex_unlock(&jp->lock);
 }
 
-/* One round over /proc: each target that maps libjvm.so is asked, until the budget or a stop. */
-static void round_ask(struct jvm_perfmap *jp, const uint32_t *pids, int npids)
+/* One round over the processes: each target that maps libjvm.so is asked, until the budget or a stop. */
+static void round_ask(struct jvm_perfmap *jp, const struct targets *tg, struct ppid_table *t)
 {
 	uint64_t start = now_ns(CLOCK_MONOTONIC);
 	uint32_t self = (uint32_t)getpid();
-	struct dirent *d;
-	DIR *proc = opendir("/proc");
 
-	if (!proc)
-		return;
-	while ((d = readdir(proc)) && !stopping(jp)) {
-		uint32_t pid;
-
-		if (!isdigit((unsigned char)d->d_name[0]))
-			continue;
+	if (!tg->every && !tg->npids)
+		return;		/* no target (the agent between tasks): nothing to read */
+	ppid_read(t);
+	for (size_t i = 0; i < t->n && !stopping(jp); i++) {
 		if (now_ns(CLOCK_MONOTONIC) - start > ROUND_BUDGET_NS) {
 			pthread_mutex_lock(&jp->lock);
 			jp->rounds_cut++;
 			pthread_mutex_unlock(&jp->lock);
 			break;
 		}
-		pid = (uint32_t)strtoul(d->d_name, NULL, 10);
-		if (pid != self && is_target(pids, npids, pid))
-			ask(jp, pid);
+		if (t->v[i].pid != self && is_target(tg, t, t->v[i].pid))
+			ask(jp, t->v[i].pid);
 	}
-	closedir(proc);
 }
 
 /*
  * Waits for the next round (or a stop: false) and takes a copy of the targets into @pids
  * (@cap entries, grown).  Under the lock until the wait ends.
  */
-static bool wait_round(struct jvm_perfmap *jp, uint32_t **pids, int *cap, int *npids)
+static bool wait_round(struct jvm_perfmap *jp, struct targets *tg)
 {
 	bool go;
 
@@ -168,17 +217,19 @@ static bool wait_round(struct jvm_perfmap *jp, uint32_t **pids, int *cap, int *n
 		pthread_cond_timedwait(&jp->wake, &jp->lock, &until);
 	}
 	go = !jp->stop;
-	if (go && jp->npids > *cap) {
-		uint32_t *grown = realloc(*pids, (size_t)jp->npids * sizeof(**pids));
+	if (go && jp->npids > tg->cap) {
+		uint32_t *grown = realloc(tg->pids, (size_t)jp->npids * sizeof(*tg->pids));
 
 		if (grown) {
-			*pids = grown;
-			*cap = jp->npids;
+			tg->pids = grown;
+			tg->cap = jp->npids;
 		}
 	}
-	if (go && jp->npids <= *cap) {
-		memcpy(*pids, jp->pids, (size_t)jp->npids * sizeof(**pids));
-		*npids = jp->npids;
+	if (go && jp->npids <= tg->cap) {
+		if (jp->npids)
+			memcpy(tg->pids, jp->pids, (size_t)jp->npids * sizeof(*tg->pids));
+		tg->npids = jp->npids;
+		tg->every = jp->every;
 	}	/* else out of memory: the last targets are asked again */
 	if (go)
 		jp->next_ns = now_ns(CLOCK_MONOTONIC) +
@@ -191,16 +242,17 @@ static bool wait_round(struct jvm_perfmap *jp, uint32_t **pids, int *cap, int *n
 static void *worker_main(void *arg)
 {
 	struct jvm_perfmap *jp = arg;
-	uint32_t *pids = NULL;
-	int cap = 0, npids = 0;
+	struct targets tg = { .every = false };
+	struct ppid_table t = { .v = NULL };
 
-	while (wait_round(jp, &pids, &cap, &npids))
-		round_ask(jp, pids, npids);
-	free(pids);
+	while (wait_round(jp, &tg))
+		round_ask(jp, &tg, &t);
+	free(tg.pids);
+	free(t.v);
 	return NULL;
 }
 
-int jvm_perfmap_set_targets(struct jvm_perfmap *jp, const uint32_t *pids, int npids)
+static int set_targets(struct jvm_perfmap *jp, const uint32_t *pids, int npids, bool every)
 {
 	uint32_t *copy = NULL;
 
@@ -212,10 +264,21 @@ int jvm_perfmap_set_targets(struct jvm_perfmap *jp, const uint32_t *pids, int np
 	free(jp->pids);
 	jp->pids = copy;
 	jp->npids = npids;
+	jp->every = every;
 	jp->next_ns = 0;	/* new targets are asked at once */
 	pthread_cond_signal(&jp->wake);
 	pthread_mutex_unlock(&jp->lock);
 	return 0;
+}
+
+int jvm_perfmap_set_targets(struct jvm_perfmap *jp, const uint32_t *pids, int npids)
+{
+	return set_targets(jp, pids, npids, npids == 0);
+}
+
+int jvm_perfmap_set_only(struct jvm_perfmap *jp, const uint32_t *pids, int npids)
+{
+	return set_targets(jp, pids, npids, false);
 }
 
 /* The worker takes no signal: the loops' handlers must wake the loops, not this thread. */
@@ -234,7 +297,7 @@ static int start_worker(struct jvm_perfmap *jp)
 	return 0;
 }
 
-struct jvm_perfmap *jvm_perfmap_start(unsigned int interval_s, const uint32_t *pids, int npids)
+struct jvm_perfmap *jvm_perfmap_start(unsigned int interval_s, const uint32_t *pids, int npids, bool only)
 {
 	struct jvm_perfmap *jp = calloc_logged(1, sizeof(*jp));
 	pthread_condattr_t attr;
@@ -248,7 +311,7 @@ struct jvm_perfmap *jvm_perfmap_start(unsigned int interval_s, const uint32_t *p
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&jp->wake, &attr);
 	pthread_condattr_destroy(&attr);
-	err = jvm_perfmap_set_targets(jp, pids, npids);
+	err = set_targets(jp, pids, npids, !only && npids == 0);
 	if (!err)
 		err = start_worker(jp);
 	if (err) {
