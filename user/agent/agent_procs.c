@@ -13,8 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 #include "agent_procs.h"
+#include "cpython.h"
 #include "elfsyms.h"
 #include "globmatch.h"
+#include "kernel_features.h"
 #include "jvm_attach.h"
 #include "procmaps.h"
 #include "safe_open.h"
@@ -159,21 +161,41 @@ static bool exe_has_symbols(uint32_t pid, const char *exe)
 }
 
 /*
+ * Whether a task would name this process's Python functions: its CPython is
+ * found and checked (or not initialized yet), and the tasks walk CPython
+ * frames (DWARF unwinding here, --python not off, user stacks asked for).
+ */
+static bool python_walked(uint32_t pid, const struct profiler_opts *po)
+{
+	struct cpython_proc py;
+	char why[128];
+	int err;
+
+	if (po->python_off || po->unwind == UNWIND_FP || po->stack_mode == STACK_MODE_KERNEL ||
+	    !feature_has(FEAT_DWARF_UNWIND))
+		return false;
+	err = cpython_find(pid, &py, why, sizeof(why));
+	return err == 0 || err == -EAGAIN;
+}
+
+/*
  * support_ebpf_profiling: whether aperture can name what it samples in this
  * process.  Rover (ProfilingStat) says false for the interpreters above and
  * for an executable with no .symtab or .dynsym entry at all; aperture also
- * profiles an interpreter that writes a perf map, and wants a function
- * symbol of the executable's own (a stripped dynamic executable has .dynsym
- * entries, but only for what it imports), and with --jvm-perfmap a JVM
- * (mapping libjvm.so), which its tasks ask for a perf map.  Kernel threads
- * (no executable) have kernel stacks only, which kallsyms names.
+ * profiles an interpreter that writes a perf map, a CPython whose frames it
+ * walks, and wants a function symbol of the executable's own (a stripped
+ * dynamic executable has .dynsym entries, but only for what it imports), and
+ * with --jvm-perfmap a JVM (mapping libjvm.so), which its tasks ask for a
+ * perf map.  Kernel threads (no executable) have kernel stacks only, which
+ * kallsyms names.
  */
-static bool profilable(uint32_t pid, const char *exe, const char *name, bool ask_jvms)
+static bool profilable(uint32_t pid, const char *exe, const char *name, const struct agent_opts *o)
 {
 	if (!*exe)
 		return true;
 	if (is_interpreter(name))
-		return has_perf_map(pid) || (ask_jvms && jvm_maps_libjvm(pid));
+		return has_perf_map(pid) || (o->jvm_perfmap_s && jvm_maps_libjvm(pid)) ||
+		       python_walked(pid, &o->prof);
 	return exe_has_symbols(pid, exe);
 }
 
@@ -214,11 +236,11 @@ static struct agent_proc *proc_new(const struct procs *ps, const struct agent_op
 		.pid = pid, .layer = o->layer, .service = p->service, .instance = p->instance,
 		.process_name = p->name, .command_line = p->cmdline, .host_ip = ps->host_ip,
 		.labels = p->labels, .nlabels = nlabels,
-		.profilable = profilable(pid, exe, p->name, o->jvm_perfmap_s != 0),
+		.profilable = profilable(pid, exe, p->name, o),
 	};
 	if (!p->sw.profilable)
 		log_info("process %u (%s): support_ebpf_profiling=false (%s)", pid, p->name,
-			 is_interpreter(p->name) ? "an interpreter without a perf map (for a JVM: --jvm-perfmap)"
+			 is_interpreter(p->name) ? "an interpreter without a perf map (for a JVM: --jvm-perfmap) nor CPython frames walked"
 						 : "no function symbols in its executable");
 	return p;
 }
