@@ -15,10 +15,11 @@
  * Bump when any map's key/value layout, the control struct or the set of pinned
  * maps changes (7: unwind_rows and unwind_procs pinned; 8: unwind_procs' mappings
  * carry a file id, the files map pinned; 9: the stats arrays grew by nested lock
- * waits): a daemon that finds pinned maps of
+ * waits; 10: unwind_rows holds each file's page index before its rows, and
+ * unwind_procs' mappings say how many slots it takes): a daemon that finds pinned maps of
  * another version refuses to mix them.
  */
-#define APERTURE_LAYOUT_VERSION 9
+#define APERTURE_LAYOUT_VERSION 10
 
 /* perf_event_max_stack's default; a stack value is depth * 8 bytes. */
 #define APERTURE_MAX_DEPTH 127

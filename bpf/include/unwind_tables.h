@@ -4,7 +4,11 @@
  * builds them from .eh_frame and the BPF walk (bpf/unwind/dwarf.bpf.h).
  *
  * unwind_rows: one big array of rows; each file's rows are a sorted run
- * [first, first + count) in it, shared by every process that maps the file.
+ * [first, first + count) in it, shared by every process that maps the file,
+ * and before it (index_rows slots) the file's page index: which rows each
+ * page of 2^shift bytes of its code starts with, so that a pc's row is
+ * searched among a page's few rows, not among all (as the OpenTelemetry
+ * profiler pages its stack deltas).
  * unwind_procs: per tgid, its executable mappings sorted by start, each with
  * the run of rows of its file (count 0: no table, walk frame pointers) and
  * the id of the file in unwind_files (0: none), whose path the pinned
@@ -54,7 +58,27 @@ struct unwind_mapping {
 	__u32 first_row;
 	__u32 nrows;		/* 0: no table for this file: frame pointers */
 	__u32 file_id;		/* key in unwind_files; 0: no file (anonymous code, a path refused) */
-	__u32 pad;
+	__u32 index_rows;	/* slots of the page index before first_row; 0: none (search all rows) */
+};
+
+/*
+ * A file's page index: a head, then one entry per page (3 to a slot of
+ * unwind_rows, sizeof(struct unwind_row) bytes each): entry p is the number
+ * of rows whose pc is below the page's start, base + (p << shift), so that
+ * the row of a pc in page p is among rows [entry p - 1, entry p + 1) and
+ * only [entry p, entry p + 1) needs a search (the row before them covers the
+ * page's first bytes).  Entry npages is the row count.
+ */
+struct unwind_page_head {
+	__u32 base;		/* the first row's pc, rounded down to a page */
+	__u32 shift;		/* log2 of the page size in bytes */
+	__u32 npages;
+};
+
+#define UNWIND_PAGE_PER_SLOT 3
+
+struct unwind_page_slot {
+	__u32 first[UNWIND_PAGE_PER_SLOT];
 };
 
 /* unwind_proc.flags */
@@ -103,6 +127,8 @@ struct unwind_file_info {
 
 _Static_assert(sizeof(struct unwind_row) == 12, "unwind_row layout");
 _Static_assert(sizeof(struct unwind_mapping) == 40, "unwind_mapping layout");
+_Static_assert(sizeof(struct unwind_page_head) == sizeof(struct unwind_row), "a page head fills a row slot");
+_Static_assert(sizeof(struct unwind_page_slot) == sizeof(struct unwind_row), "page entries fill a row slot");
 _Static_assert(sizeof(struct unwind_file_info) == 304, "unwind_file_info layout");
 
 #endif /* UNWIND_TABLES_H */

@@ -3,9 +3,11 @@
  * User stacks from DWARF CFI, for code built without frame pointers.  The
  * loader (user/unwind/) turns each mapped file's .eh_frame into rows and
  * lists each process's executable mappings; per frame this walk finds the
- * mapping (binary search), the row (binary search), computes the CFA, reads
- * the return address at CFA - 8 and the saved rbp, and goes on, in a
- * bpf_loop (5.17+) so that the verifier checks one step, not 127.
+ * mapping (the last frame's, else a binary search), the row (the last
+ * frame's, else a binary search among the rows of the pc's page, by the
+ * file's page index), computes the CFA, reads the return address at CFA - 8
+ * and the saved rbp (through a per-CPU copy of the stack around them), and
+ * goes on, in a bpf_loop (5.17+) so that the verifier checks one step, not 127.
  * Mappings without a table (JIT code) are walked with frame pointers; where
  * neither works the stack ends in an APERTURE_IP_TRUNCATED frame.
  */
@@ -43,11 +45,82 @@ struct unwind_walk {
 	__u64 pc;
 	__u64 sp;
 	__u64 bp;
-	__u32 tgid;
+	__u32 gen;		/* this walk's generation of the CPU's unwind_cpu */
 	bool precise;		/* pc is an exact pc (first frame, after a signal), not a return address */
 	bool truncated;
-	struct python_walk py;	/* CPython frames, in a process marked CPython */
+	struct python_walk py;	/* CPython frames, in a process marked CPython (py.cur.tgid: the walk's tgid) */
 };
+
+/*
+ * What a walk keeps between frames, per CPU (512 bytes do not fit on the
+ * BPF stack, and the walk's state must stay small: its callers' frames and
+ * the CPython walk's come close to the 512-byte limit):
+ * - a copy of the user stack around the last address read: every frame reads
+ *   its return address (and maybe the saved rbp) from the stack, and one
+ *   bpf_probe_read_user of a few hundred bytes costs about what one of 8 does,
+ *   so that neighbouring frames are read from the copy;
+ * - the last row found and the pcs [lo, hi) it covers (absolute, within its
+ *   mapping): a recursion's frames share a return address and skip both
+ *   searches;
+ * - the last frame's mapping, tried before the mapping search.
+ * A walk owns it through its generation: it takes a new one at its start and
+ * trusts what is here only while the generation is still its own, checked
+ * again after each use, so that a walk interrupting another on this CPU (a
+ * perf sample inside a tracepoint's walk) costs the outer walk only a retake,
+ * and tables the loader rewrites between samples are never read through a
+ * stale note.
+ */
+#define UNWIND_WINDOW 512		/* bytes of stack copied at once; a power of 2 */
+#define UNWIND_WINDOW_BELOW 64		/* of them below the address read: a saved rbp sits under the return address */
+#define UNWIND_PAGE 4096		/* a copy never crosses a page: the next one may be unmapped */
+
+struct unwind_cpu {
+	__u32 gen;
+	__u32 win_len;		/* bytes of win valid; 0: none */
+	__u64 win_lo;		/* the user address of win[0] */
+	__u64 row_lo;
+	__u64 row_hi;		/* 0: no row noted */
+	__u32 row;
+	__u32 mapping;
+	__u8 win[UNWIND_WINDOW];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_cpu);
+} unwind_cpu SEC(".maps");
+
+/* @c emptied and owned by a new generation, put in *@gen. */
+static __always_inline void unwind_cpu_own(struct unwind_cpu *c, __u32 *gen)
+{
+	c->win_len = 0;
+	c->row_hi = 0;
+	c->mapping = 0;
+	*gen = ++c->gen;
+}
+
+/* At a walk's start: this CPU's unwind_cpu, owned by the walk (*@gen). */
+static __always_inline void unwind_cpu_take(__u32 *gen)
+{
+	__u32 zero = 0;
+	struct unwind_cpu *c = bpf_map_lookup_elem(&unwind_cpu, &zero);
+
+	if (c)
+		unwind_cpu_own(c, gen);
+}
+
+/* This CPU's unwind_cpu for the walk of generation *@gen: taken again (emptied) when another walk took it since. */
+static __always_inline struct unwind_cpu *unwind_cpu_get(__u32 *gen)
+{
+	__u32 zero = 0;
+	struct unwind_cpu *c = bpf_map_lookup_elem(&unwind_cpu, &zero);
+
+	if (c && c->gen != *gen)
+		unwind_cpu_own(c, gen);
+	return c;
+}
 
 /* ceil(log2(n + 1)) steps of the search below. */
 #define UNWIND_ROW_STEPS 24		/* 16M rows per file */
@@ -57,13 +130,17 @@ struct unwind_walk {
  * two searches took the walk past a million instructions.
  */
 
-/* Index in unwind_rows of the last row of [first, first + nrows) whose pc <= @rel, or -1. */
-__noinline int unwind_row_index(__u32 first, __u32 nrows, __u64 rel)
+/*
+ * Index in unwind_rows of the last row of a file's table (its rows from
+ * @first on) whose pc <= @rel, searched among rows [@lo, @hi) of it (all of
+ * them, or a page's: the row before @lo is below @rel), or -1.
+ */
+__noinline int unwind_row_index(__u32 first, __u32 lo, __u32 hi, __u64 rel)
 {
-	__u32 lo = 0, hi = nrows, idx;
+	__u32 idx;
 
 	for (int i = 0; i < UNWIND_ROW_STEPS && lo < hi; i++) {
-		__u32 mid = (lo + hi) / 2;
+		__u32 mid = lo + (hi - lo) / 2;
 		struct unwind_row *row;
 
 		idx = first + mid;
@@ -78,84 +155,183 @@ __noinline int unwind_row_index(__u32 first, __u32 nrows, __u64 rel)
 	return lo ? (int)(first + lo - 1) : -1;
 }
 
-/*
- * The last row this CPU's walk found, for the pcs [lo, hi) it covers
- * (absolute, within its mapping): a recursion's frames share a return
- * address and skip both searches.  Emptied at the start of every walk, so
- * that tables the loader rewrites between samples are never read through a
- * stale index; a walk that interrupts another (a sample in a tracepoint's
- * walk) empties it too, and the tgid keeps one process's row from another's.
- */
-struct unwind_last_row {
-	__u64 lo;
-	__u64 hi;
-	__u32 tgid;
-	__u32 row;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct unwind_last_row);
-} unwind_last_row SEC(".maps");
-
-/*
- * Global functions, as unwind_row_index: the verifier checks each once, and
- * the walk's step sees one unknown index, as from the search.
- */
-
-/* The row of @lookup in @tgid's tables when it is this CPU's last one found, or -1. */
-__noinline int unwind_last_row_get(__u32 tgid, __u64 lookup)
+/* Entry @p of the page index whose head is at @head in unwind_rows, or @fallback when unreadable. */
+static __always_inline __u32 unwind_page_entry(__u32 head, __u32 p, __u32 fallback)
 {
-	__u32 zero = 0;
-	struct unwind_last_row *last = bpf_map_lookup_elem(&unwind_last_row, &zero);
+	__u32 slot = head + 1 + p / UNWIND_PAGE_PER_SLOT;
+	struct unwind_page_slot *s = bpf_map_lookup_elem(&unwind_rows, &slot);
 
-	if (!last || last->tgid != tgid || lookup < last->lo || lookup >= last->hi)
-		return -1;
-	return last->row;
+	if (!s)
+		return fallback;
+	switch (p % UNWIND_PAGE_PER_SLOT) {
+	case 0: return s->first[0];
+	case 1: return s->first[1];
+	default: return s->first[2];
+	}
 }
 
 /*
- * Row @idx of @m was found for @tgid: the pcs it covers run to the next
- * row's, or the mapping's end.  Returns 0 (a global function returns a scalar).
+ * The rows [*@lo, *@hi) of @m's table among which @rel's row is searched:
+ * one page's, by the file's page index (all rows when it has none).  false
+ * when @rel is below the first row.  Out-of-range entries (a broken index)
+ * are clamped: they give a wrong row, never a read outside the table.
  */
-__noinline int unwind_last_row_set(__u32 tgid, struct unwind_mapping *m, __u32 idx)
+static __always_inline bool unwind_page_rows(struct unwind_mapping *m, __u64 rel, __u32 *lo, __u32 *hi)
 {
-	__u32 zero = 0, next = idx + 1;
-	struct unwind_last_row *last = bpf_map_lookup_elem(&unwind_last_row, &zero);
+	__u32 head = m->first_row - m->index_rows, p;
+	struct unwind_page_head *h;
+	__u64 page;
+
+	*lo = 0;
+	*hi = m->nrows;
+	if (m->index_rows < 2 || m->index_rows > m->first_row)
+		return true;
+	h = bpf_map_lookup_elem(&unwind_rows, &head);
+	if (!h)
+		return true;
+	if (rel < h->base)
+		return false;
+	page = (rel - h->base) >> (h->shift & 63);
+	p = page < h->npages ? (__u32)page : h->npages;
+	*lo = unwind_page_entry(head, p, 0);
+	if (p < h->npages)
+		*hi = unwind_page_entry(head, p + 1, m->nrows);
+	if (*hi > m->nrows)
+		*hi = m->nrows;
+	if (*lo > *hi)
+		*lo = *hi;
+	return true;
+}
+
+/* unwind_find_row's answers other than a row. */
+#define UNWIND_FIND_NO_MAPPING	(-1)	/* no mapping holds the pc: the maps are stale */
+#define UNWIND_FIND_FP		(-2)	/* a mapping without a table: frame pointers */
+#define UNWIND_FIND_NO_ROW	(-3)	/* a table without a row for the pc */
+
+/* @c notes row @idx of @m: the pcs it covers run to the next row's, or the mapping's end. */
+static __always_inline void unwind_note_row(struct unwind_cpu *c, struct unwind_mapping *m, __u32 idx)
+{
+	__u32 next = idx + 1;
 	struct unwind_row *row, *after = NULL;
 	__u64 lo, hi;
 
-	if (!last || !m)
-		return 0;
 	row = bpf_map_lookup_elem(&unwind_rows, &idx);
 	if (!row)
-		return 0;
+		return;
 	if (next < m->first_row + m->nrows)
 		after = bpf_map_lookup_elem(&unwind_rows, &next);
 	lo = m->bias + row->pc;
 	hi = after ? m->bias + after->pc : m->end;
-	last->lo = lo > m->start ? lo : m->start;
-	last->hi = hi < m->end ? hi : m->end;
-	last->tgid = tgid;
-	last->row = idx;
-	return 0;
+	c->row_lo = lo > m->start ? lo : m->start;
+	c->row_hi = hi < m->end ? hi : m->end;
+	c->row = idx;
 }
 
-/* A new walk: nothing found yet. */
-static __always_inline void unwind_last_row_clear(void)
+/*
+ * The index in unwind_rows of the row for @pc in @proc's tables, or an
+ * UNWIND_FIND_ answer, for the walk of generation *@gen (what it noted of
+ * the frames before in unwind_cpu).  A global function, so that the verifier
+ * checks its paths once, not inside every path of the walk's step (inlined,
+ * they took syscall_exit with --syscall-stacks past a million instructions).
+ */
+__noinline int unwind_find_row(__u32 *gen, struct unwind_proc *proc, __u64 pc)
 {
-	__u32 zero = 0;
-	struct unwind_last_row *last = bpf_map_lookup_elem(&unwind_last_row, &zero);
+	struct unwind_cpu *c;
+	struct unwind_mapping *m;
+	__u32 mapping = 0, row, lo, hi;
+	int idx;
 
-	if (last)
-		last->hi = 0;
+	if (!gen || !proc)
+		return UNWIND_FIND_NO_MAPPING;
+	c = unwind_cpu_get(gen);
+	if (c) {
+		if (pc >= c->row_lo && pc < c->row_hi) {
+			row = c->row;
+			barrier();
+			if (c->gen == *gen)
+				return row & 0x7fffffff;
+		}
+		mapping = c->mapping;	/* only a hint: checked below */
+	}
+	m = &proc->mappings[mapping & (UNWIND_MAX_MAPPINGS - 1)];
+	if (pc < m->start || pc >= m->end) {
+		idx = unwind_mapping_index(proc, pc);
+		if (idx < 0)
+			return UNWIND_FIND_NO_MAPPING;
+		m = &proc->mappings[idx & (UNWIND_MAX_MAPPINGS - 1)];
+		if (c)
+			c->mapping = idx;
+	}
+	if (!m->nrows)
+		return UNWIND_FIND_FP;
+	if (!unwind_page_rows(m, pc - m->bias, &lo, &hi))
+		return UNWIND_FIND_NO_ROW;
+	idx = unwind_row_index(m->first_row, lo, hi, pc - m->bias);
+	if (idx < 0)
+		return UNWIND_FIND_NO_ROW;
+	if (c)
+		unwind_note_row(c, m, idx);
+	return idx;
 }
 
-static __always_inline bool unwind_read(__u64 *out, __u64 addr)
+/*
+ * Reads the 8 bytes of user memory at @addr into *@out for the walk of
+ * generation *@gen: from the CPU's copy of the stack when they are in it,
+ * else through a new copy (the page's bytes from @addr - UNWIND_WINDOW_BELOW
+ * on, up to UNWIND_WINDOW), else by one read of 8 bytes.  1 when read.  A
+ * global function: verified once, not at each of the walk's reads.
+ */
+__noinline int unwind_read_user(__u32 *gen, __u64 *out, __u64 addr)
 {
+	struct unwind_cpu *c;
+	__u64 off, lo, end, len, page = addr & ~(__u64)(UNWIND_PAGE - 1);
+	__u32 mine;
+
+	if (!gen || !out)
+		return 0;
+	c = unwind_cpu_get(gen);
+	if (!c)
+		goto direct;
+	mine = *gen;
+	off = addr - c->win_lo;
+	if (c->win_len >= 8 && off <= c->win_len - 8 && off <= UNWIND_WINDOW - 8) {
+		*out = *(__u64 *)(c->win + off);
+		barrier();
+		if (c->gen == mine)
+			return 1;
+	}
+	/* A new copy, within the page of @addr, so that it fails only where the 8 bytes would. */
+	lo = addr - UNWIND_WINDOW_BELOW;
+	if (lo > addr || lo < page)
+		lo = page;
+	end = page + UNWIND_PAGE;
+	if (end - lo > UNWIND_WINDOW)
+		end = lo + UNWIND_WINDOW;
+	if (addr + 8 > end)
+		goto direct;	/* 8 bytes across two pages (or the copy's end) */
+	len = end - lo;
+	barrier_var(len);	/* the bound is checked on the register that is passed */
+	if (len > UNWIND_WINDOW)
+		goto direct;
+	c->win_len = 0;
+	if (bpf_probe_read_user(c->win, len, (const void *)lo))
+		goto direct;	/* the page is not readable: the 8 bytes' read says so */
+	c->win_lo = lo;
+	c->win_len = len;
+	off = addr - lo;
+	if (off > UNWIND_WINDOW - 8)
+		goto direct;
+	*out = *(__u64 *)(c->win + off);
+	barrier();
+	if (c->gen == mine)
+		return 1;
+direct:
 	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr) == 0;
+}
+
+static __always_inline bool unwind_read(struct unwind_walk *w, __u64 *out, __u64 addr)
+{
+	return unwind_read_user(&w->gen, out, addr) == 1;
 }
 
 /*
@@ -180,18 +356,18 @@ static __always_inline void unwind_report_miss(struct unwind_walk *w)
 		return;
 	}
 	event->type = EVENT_UNWIND_MISS;
-	event->tgid = w->tgid;
+	event->tgid = w->py.cur.tgid;
 	bpf_ringbuf_submit(event, 0);
 }
 
 /* One frame by frame pointers: 0 go on, 1 the end (rbp 0), -1 could not. */
 static __always_inline int unwind_fp_step(struct unwind_walk *w)
 {
-	__u64 next_bp, ra;
+	__u64 next_bp = 0, ra = 0;
 
 	if (!w->bp)
 		return 1;
-	if (!unwind_read(&ra, w->bp + 8) || !unwind_read(&next_bp, w->bp))
+	if (!unwind_read(w, &ra, w->bp + 8) || !unwind_read(w, &next_bp, w->bp))
 		return -1;
 	/*
 	 * The return address is the caller's, whatever the caller keeps in rbp
@@ -215,7 +391,7 @@ static __always_inline int unwind_fp_step(struct unwind_walk *w)
 /* One frame by a CFI row: 0 go on, 1 the end, -1 could not. */
 static __always_inline int unwind_row_step(struct unwind_walk *w, const struct unwind_row *row)
 {
-	__u64 cfa, ra, bp;
+	__u64 cfa = 0, ra = 0, bp = 0;
 
 	switch (row->cfa_rule) {
 	case UNWIND_CFA_RSP:
@@ -228,8 +404,8 @@ static __always_inline int unwind_row_step(struct unwind_walk *w, const struct u
 		cfa = w->sp + 8 + ((w->pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
 		break;
 	case UNWIND_CFA_SIGNAL:
-		if (!unwind_read(&bp, w->sp + UC_RBP) || !unwind_read(&cfa, w->sp + UC_RSP) ||
-		    !unwind_read(&ra, w->sp + UC_RIP))
+		if (!unwind_read(w, &bp, w->sp + UC_RBP) || !unwind_read(w, &cfa, w->sp + UC_RSP) ||
+		    !unwind_read(w, &ra, w->sp + UC_RIP))
 			return -1;
 		w->bp = bp;
 		w->sp = cfa;
@@ -241,9 +417,9 @@ static __always_inline int unwind_row_step(struct unwind_walk *w, const struct u
 	default:
 		return -1;
 	}
-	if (!unwind_read(&ra, cfa - 8))
+	if (!unwind_read(w, &ra, cfa - 8))
 		return -1;
-	if (row->rbp_rule == UNWIND_RBP_OFFSET && !unwind_read(&w->bp, cfa + row->rbp_off))
+	if (row->rbp_rule == UNWIND_RBP_OFFSET && !unwind_read(w, &w->bp, cfa + row->rbp_off))
 		return -1;
 	w->sp = cfa;
 	w->pc = ra;
@@ -256,7 +432,6 @@ static long unwind_step(__u64 index, void *arg)
 {
 	struct unwind_walk *w = arg;
 	struct aperture_stack *st = w->st;
-	struct unwind_mapping *m;
 	struct unwind_row *row;
 	__u32 depth = st->depth;
 	__u64 lookup;
@@ -274,29 +449,18 @@ static long unwind_step(__u64 index, void *arg)
 		w->truncated = true;
 		return 1;
 	}
-	idx = unwind_last_row_get(w->tgid, lookup);
-	if (idx >= 0) {
-		row = bpf_map_lookup_elem(&unwind_rows, &idx);
-		ret = row ? unwind_row_step(w, row) : -1;
-		goto stepped;
-	}
-	idx = unwind_mapping_index(w->proc, lookup);
-	if (idx < 0) {
+	idx = unwind_find_row(&w->gen, w->proc, lookup);
+	if (idx == UNWIND_FIND_NO_MAPPING) {
 		unwind_report_miss(w);
 		w->truncated = true;
 		return 1;
 	}
-	m = &w->proc->mappings[idx & (UNWIND_MAX_MAPPINGS - 1)];
-	if (!m->nrows) {
+	if (idx == UNWIND_FIND_FP) {
 		ret = unwind_fp_step(w);
 	} else {
-		idx = unwind_row_index(m->first_row, m->nrows, lookup - m->bias);
-		if (idx >= 0)
-			unwind_last_row_set(w->tgid, m, idx);
 		row = idx >= 0 ? bpf_map_lookup_elem(&unwind_rows, &idx) : NULL;
 		ret = row ? unwind_row_step(w, row) : -1;
 	}
-stepped:
 	if (ret < 0)
 		w->truncated = true;
 	return ret != 0 || !w->pc;
@@ -350,17 +514,16 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 
 	if (!unwind_dwarf)
 		return 0;
-	w.tgid = bpf_get_current_pid_tgid() >> 32;
-	w.proc = bpf_map_lookup_elem(&unwind_procs, &w.tgid);
+	w.py.cur.tgid = bpf_get_current_pid_tgid() >> 32;
+	w.proc = bpf_map_lookup_elem(&unwind_procs, &w.py.cur.tgid);
 	if (!w.proc)
 		return -1;
 	if (python_enabled && (w.proc->flags & UNWIND_PROC_PYTHON))
-		w.py.proc = bpf_map_lookup_elem(&python_procs, &w.tgid);
-	w.py.cur.tgid = w.tgid;
+		w.py.proc = bpf_map_lookup_elem(&python_procs, &w.py.cur.tgid);
 	if (!unwind_walk_begin(&w, st))
 		return 0;
 	w.precise = true;
-	unwind_last_row_clear();
+	unwind_cpu_take(&w.gen);
 	bpf_loop(APERTURE_MAX_DEPTH + 1, unwind_step, &w, 0);
 	if (w.truncated)
 		unwind_mark(st, APERTURE_IP_TRUNCATED);
@@ -394,6 +557,7 @@ static __always_inline int unwind_fp_walk(struct aperture_stack *st)
 
 	if (!unwind_fp_in_bpf || !unwind_walk_begin(&w, st))
 		return 0;
+	unwind_cpu_take(&w.gen);
 	bpf_loop(APERTURE_MAX_DEPTH, unwind_fp_loop_step, &w, 0);
 	return 1;
 }

@@ -34,6 +34,7 @@
 #include "cfi.h"
 #include "elfnote.h"
 #include "python.h"
+#include "rowindex.h"
 #include "unwinder.h"
 #include "util.h"
 #include "procmaps.h"
@@ -51,6 +52,7 @@ struct unwind_file {
 	int nloads;
 	uint32_t first_row;
 	uint32_t nrows;		/* 0: no table (none in the file, or no room): frame pointers */
+	uint32_t index_rows;	/* slots of its page index, just before first_row (rowindex.h) */
 	uint32_t refs;		/* live tracked processes mapping it */
 	uint64_t last_used;	/* unwinder.clock when a process last mapped it: eviction order */
 	bool evicted;		/* its rows were freed: built again when a process maps it */
@@ -385,9 +387,10 @@ static bool evict_one(struct unwinder *u)
 		if (!f->refs && f->nrows && (!oldest || f->last_used < oldest->last_used))
 			oldest = f;
 	}
-	if (!oldest || range_free(u, oldest->first_row, oldest->nrows))
+	if (!oldest || range_free(u, oldest->first_row - oldest->index_rows, oldest->index_rows + oldest->nrows))
 		return false;
 	oldest->nrows = 0;
+	oldest->index_rows = 0;
 	oldest->evicted = true;
 	u->files_evicted++;
 	return true;
@@ -408,8 +411,9 @@ static bool rows_alloc(struct unwinder *u, uint32_t count, uint32_t *first)
 static void file_build(struct unwinder *u, struct unwind_file *f, Elf *elf, const char *what)
 {
 	struct cfi_table t;
+	struct unwind_row *index = NULL;
 	uint64_t start = now_ns(CLOCK_MONOTONIC);
-	uint32_t first;
+	uint32_t first, nindex = 0;
 	int err;
 
 	f->nloads = 0;
@@ -433,16 +437,23 @@ static void file_build(struct unwinder *u, struct unwind_file *f, Elf *elf, cons
 		u->unsupported_rows += t.unsupported;
 	}
 	f->evicted = false;
-	if (t.nrows > UINT32_MAX || !rows_alloc(u, (uint32_t)t.nrows, &first)) {
+	if (rowindex_build(t.rows, t.nrows, &index, &nindex)) {
+		log_warn("unwind: no page index for %s: out of memory (its rows are searched whole)", what);
+		nindex = 0;
+	}
+	if (t.nrows > UINT32_MAX - nindex || !rows_alloc(u, nindex + (uint32_t)t.nrows, &first)) {
 		u->files_no_room++;
 		log_info("unwind: no room for the %zu rows of %s", t.nrows, what);
-	} else if ((err = rows_write(u, first, t.rows, (uint32_t)t.nrows)) != 0) {
+	} else if ((err = rows_write(u, first, index, nindex)) != 0 ||
+		   (err = rows_write(u, first + nindex, t.rows, (uint32_t)t.nrows)) != 0) {
 		log_warn("unwind: cannot write the rows of %s: %s", what, strerror(-err));
-		range_free(u, first, (uint32_t)t.nrows);
+		range_free(u, first, nindex + (uint32_t)t.nrows);
 	} else {
-		f->first_row = first;
+		f->first_row = first + nindex;
 		f->nrows = (uint32_t)t.nrows;
+		f->index_rows = nindex;
 	}
+	free(index);
 	cfi_table_free(&t);
 }
 
@@ -658,6 +669,7 @@ static bool mapping_from_line(struct unwinder *u, uint32_t tgid, const struct ma
 	if (f->nrows) {
 		m->first_row = f->first_row;
 		m->nrows = f->nrows;
+		m->index_rows = f->index_rows;
 	}
 	return true;
 }
@@ -822,7 +834,7 @@ void unwinder_set_python(struct unwinder *u, int python_procs_fd)
 
 void unwinder_report(struct unwinder *u, FILE *out)
 {
-	uint64_t rows = 0, table_bytes;
+	uint64_t rows = 0, index_rows = 0, table_bytes;
 	size_t with = 0, queued;
 
 	pthread_mutex_lock(&u->queue_lock);
@@ -832,14 +844,16 @@ void unwinder_report(struct unwinder *u, FILE *out)
 	for (size_t i = 0; i < u->nfiles; i++) {
 		with += u->files[i].nrows != 0;
 		rows += u->files[i].nrows;
+		index_rows += u->files[i].index_rows;
 	}
-	table_bytes = rows * sizeof(struct unwind_row);
-	fprintf(out, "aperture: unwind tables: %zu files, %" PRIu64 " rows of %u, %.1f MiB (%.0f KiB per MiB of .eh_frame), "
+	table_bytes = (rows + index_rows) * sizeof(struct unwind_row);
+	fprintf(out, "aperture: unwind tables: %zu files, %" PRIu64 " rows of %u, %.1f MiB (%.0f KiB per MiB of .eh_frame, "
+		"%" PRIu64 " rows of it page index), "
 		"built in %.0f ms; %u files without, %u refused (over the work bound), %u evicted, %u without room, "
 		"%u mappings beyond %d per process, %u processes not tracked, %zu still queued; %u files named in "
 		"the files map, %u failed (hex frames)\n",
-		with, rows, u->rows_cap, table_bytes / 1048576.0,
-		u->eh_frame_bytes ? table_bytes / 1024.0 / (u->eh_frame_bytes / 1048576.0) : 0.0,
+		with, rows + index_rows, u->rows_cap, table_bytes / 1048576.0,
+		u->eh_frame_bytes ? table_bytes / 1024.0 / (u->eh_frame_bytes / 1048576.0) : 0.0, index_rows,
 		u->build_ns / 1e6, u->files_without, u->files_refused, u->files_evicted, u->files_no_room,
 		u->mappings_dropped, UNWIND_MAX_MAPPINGS, u->procs_full, queued, u->files_listed, u->files_unnamed);
 	pywalker_report(u->py, out);
