@@ -154,13 +154,17 @@ int probe_uprobe(struct pt_regs *ctx)
 }
 
 /*
- * As locks.bpf.c's --lock-hold programs attach, returning 0 as they do: the
- * verifier refuses (EINVAL) an fentry program that may return anything else.
+ * As locks.bpf.c's --lock-hold programs attach: the lock's address through
+ * bpf_get_func_arg() (5.17+), and 0 returned, as the verifier requires of an
+ * fentry program (anything else: EINVAL).
  */
 SEC("fentry/mutex_unlock")
-int BPF_PROG(probe_fentry, struct mutex *lock)
+int BPF_PROG(probe_fentry)
 {
-	probe_hits += lock != 0;
+	__u64 lock = 0;
+
+	if (bpf_get_func_arg(ctx, 0, &lock) == 0 && lock)
+		probe_hits++;
 	return 0;
 }
 
