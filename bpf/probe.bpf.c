@@ -153,11 +153,19 @@ int probe_uprobe(struct pt_regs *ctx)
 	return 0;
 }
 
-/* As locks.bpf.c's --lock-hold programs attach. */
+/*
+ * As locks.bpf.c's --lock-hold programs attach: the lock's address through
+ * bpf_get_func_arg() (5.17+), and 0 returned, as the verifier requires of an
+ * fentry program (anything else: EINVAL).
+ */
 SEC("fentry/mutex_unlock")
-int BPF_PROG(probe_fentry, struct mutex *lock)
+int BPF_PROG(probe_fentry)
 {
-	return lock != 0;
+	__u64 lock = 0;
+
+	if (bpf_get_func_arg(ctx, 0, &lock) == 0 && lock)
+		probe_hits++;
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "GPL";

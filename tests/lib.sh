@@ -83,6 +83,8 @@ leaf_share() {
 # at_exit 'SHELL CODE': runs after the bg processes were killed and $TMP removed
 _exit_hooks=()
 at_exit() { _exit_hooks+=("$1"); }
+# unpin_at_exit DIR: `aperture run --unpin --pin DIR` at exit, whatever the test left pinned there
+unpin_at_exit() { at_exit "'$APERTURE' run --unpin --pin '$1' >/dev/null 2>&1"; }
 _cleanup_with_hooks() {
 	local h
 	_cleanup

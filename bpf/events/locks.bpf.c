@@ -505,25 +505,39 @@ int BPF_KPROBE(mutex_unlock_user, void *mutex)	/* BPF_KPROBE: libbpf 1.1 has no 
 	return 0;
 }
 
-/* --lock-hold, kernel side: only where the kernel lets trampolines attach (FEAT_FENTRY). */
-SEC("fentry/mutex_unlock")
-int BPF_PROG(mutex_unlock_kernel, struct mutex *lock)
+/*
+ * --lock-hold, kernel side: only where the kernel lets trampolines attach
+ * (FEAT_FENTRY).  The lock's address is read with bpf_get_func_arg(), a
+ * number: the argument itself (struct mutex *, struct rw_semaphore *) is a
+ * BTF pointer, which the verifier lets no program shift (held_slot hashes
+ * the address: "pointer arithmetic with >>= operator prohibited").
+ */
+static __always_inline void kernel_unlock(void *ctx)
 {
-	hold_end((__u64)lock);
+	__u64 lock = 0;
+
+	if (bpf_get_func_arg(ctx, 0, &lock) == 0)
+		hold_end(lock);
+}
+
+SEC("fentry/mutex_unlock")
+int BPF_PROG(mutex_unlock_kernel)
+{
+	kernel_unlock(ctx);
 	return 0;
 }
 
 SEC("fentry/up_read")
-int BPF_PROG(up_read_kernel, struct rw_semaphore *sem)
+int BPF_PROG(up_read_kernel)
 {
-	hold_end((__u64)sem);
+	kernel_unlock(ctx);
 	return 0;
 }
 
 SEC("fentry/up_write")
-int BPF_PROG(up_write_kernel, struct rw_semaphore *sem)
+int BPF_PROG(up_write_kernel)
 {
-	hold_end((__u64)sem);
+	kernel_unlock(ctx);
 	return 0;
 }
 

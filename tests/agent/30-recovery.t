@@ -6,21 +6,17 @@
 # error line, non-zero exit), no token on the command line.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/oap.sh"
-require_root
-have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and protoc"
-[ -x "$APERTURE" ] && [ -x "$WL/oap_burn" ] || skip_all "build aperture and tests first"
+require_agent
 
-BURN=$(private_burn)
-bg "$BURN" 60
+start_burn 60
 sleep 0.2
-RUN=("$APERTURE" run --exe-pattern "$BURN" --service recovery-test --heartbeat-interval 1 --task-interval 1 --flush-interval 1)
+agent_cmd recovery-test
 
 # --- the OAP goes down for 4 s in the middle of a 10 s task ---
-PORT=$(free_port)
 REC=$TMP/outage.jsonl
 export APERTURE_OAP_TOKEN=tok-outage
-start_oap "$PORT" "$REC" --token tok-outage --min-duration 0 --task ON_CPU:10:recovery-test || { plan 1; fail "fake OAP starts"; done_testing; }
-"${RUN[@]}" --oap 127.0.0.1:$PORT --reconnect-max 1 -d 16 -v 2> "$TMP/outage.log" &
+new_oap "$REC" --token tok-outage --min-duration 0 --task ON_CPU:10:recovery-test
+"${AGENT_CMD[@]}" --oap 127.0.0.1:$PORT --reconnect-max 1 -d 16 -v 2> "$TMP/outage.log" &
 agent=$!
 for i in $(seq 100); do grep -q collectProfilingData "$REC" && break; sleep 0.1; done
 stop_oap
@@ -43,10 +39,9 @@ is "token from APERTURE_OAP_TOKEN on every call" "$($PY "$OAPDIR/analyze.py" aut
 unset APERTURE_OAP_TOKEN
 
 # --- RESOURCE_EXHAUSTED for 4 streams, with a spool that holds about one ---
-PORT=$(free_port)
 REC=$TMP/busy.jsonl
-start_oap "$PORT" "$REC" --min-duration 0 --task ON_CPU:6:recovery-test --fail-first 4 --fail-code RESOURCE_EXHAUSTED
-"${RUN[@]}" --oap 127.0.0.1:$PORT --spool-size 600 -d 11 -v 2> "$TMP/busy.log"
+new_oap "$REC" --min-duration 0 --task ON_CPU:6:recovery-test --fail-first 4 --fail-code RESOURCE_EXHAUSTED
+"${AGENT_CMD[@]}" --oap 127.0.0.1:$PORT --spool-size 600 -d 11 -v 2> "$TMP/busy.log"
 is "agent exits 0 after RESOURCE_EXHAUSTED" "$?" 0
 ok "RESOURCE_EXHAUSTED reported" grep -q 'RESOURCE_EXHAUSTED' "$TMP/busy.log"
 ok "oldest data dropped when the spool is full" grep -q 'spool full (600 bytes): dropped the oldest data' "$TMP/busy.log"
@@ -56,10 +51,9 @@ ge "data flows once the OAP accepts again" "$(val "$TMP/busy.sum" streams)" 2
 ok "less arrived than was profiled" test "$(val "$TMP/busy.sum" total)" -lt "$(logged "$(val "$TMP/busy.sum" task)" "$TMP/busy.log")"
 
 # --- a bad token ---
-PORT=$(free_port)
-start_oap "$PORT" "$TMP/auth.jsonl" --token right-token
+new_oap "$TMP/auth.jsonl" --token right-token
 start=$(date +%s)
-APERTURE_OAP_TOKEN=wrong-token "${RUN[@]}" --oap 127.0.0.1:$PORT -d 20 2> "$TMP/auth.log"
+APERTURE_OAP_TOKEN=wrong-token "${AGENT_CMD[@]}" --oap 127.0.0.1:$PORT -d 20 2> "$TMP/auth.log"
 rc=$?
 is "bad token: exit 1" "$rc" 1
 is "bad token: one line" "$(wc -l < "$TMP/auth.log")" 1

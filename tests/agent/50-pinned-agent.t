@@ -5,21 +5,16 @@
 # while a task runs, idle without one, and survives the agent for --unpin.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/oap.sh"
-require_root
-have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and protoc"
-[ -x "$APERTURE" ] && [ -x "$WL/oap_burn" ] || skip_all "build aperture and tests first"
+require_agent
 
 DIR=/sys/fs/bpf/aperture_agent_test_$$
-at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
-PORT=$(free_port)
+unpin_at_exit "$DIR"
 REC=$TMP/record.jsonl
-start_oap "$PORT" "$REC" --min-duration 0 --task ON_CPU:5:pinned-test || { plan 1; fail "fake OAP starts"; done_testing; }
-BURN=$(private_burn)
-bg "$BURN" 40
-WLPID=$BG_PID
+new_oap "$REC" --min-duration 0 --task ON_CPU:5:pinned-test
+start_burn 40
 sleep 0.3
-"$APERTURE" run --oap 127.0.0.1:$PORT --exe-pattern "$BURN" --service pinned-test --pin "$DIR" \
-	--heartbeat-interval 1 --task-interval 1 --flush-interval 1 -d 10 -v 2> "$TMP/agent.log" &
+agent_cmd pinned-test
+"${AGENT_CMD[@]}" --oap 127.0.0.1:$PORT --pin "$DIR" -d 10 -v 2> "$TMP/agent.log" &
 AGENT=$!
 _bg_pids+=("$AGENT")
 for i in $(seq 100); do [ -e "$DIR/offcpu_active" ] && break; sleep 0.1; done

@@ -12,25 +12,21 @@
 # carry two different contents (an interval sent twice).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/oap.sh"
-require_root
-have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and protoc"
-[ -x "$APERTURE" ] && [ -x "$WL/oap_burn" ] || skip_all "build aperture and tests first"
+require_agent
 
 DIR=/sys/fs/bpf/aperture_crash_test_$$
 STATE=$TMP/crash-state
-at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
-PORT=$(free_port)
+unpin_at_exit "$DIR"
 REC=$TMP/record.jsonl
 LOG=$TMP/agent.log
 TASK_S=40
-start_oap "$PORT" "$REC" --min-duration 0 --task ON_CPU:$TASK_S:crash-test || { plan 1; fail "fake OAP starts"; done_testing; }
-bg "$WL/oap_burn" 120
+new_oap "$REC" --min-duration 0 --task ON_CPU:$TASK_S:crash-test
+start_burn 120
+agent_cmd crash-test
 
 # start_agent [ENV...]: one agent, appending to $LOG; sets AGENT.
 start_agent() {
-	env "$@" "$APERTURE" run --oap 127.0.0.1:$PORT --exe-pattern '*/oap_burn' --service crash-test \
-		--pin "$DIR" --state-dir "$STATE" --heartbeat-interval 1 --task-interval 1 \
-		--flush-interval 1 -v 2>> "$LOG" &
+	env "$@" "${AGENT_CMD[@]}" --oap 127.0.0.1:$PORT --pin "$DIR" --state-dir "$STATE" -v 2>> "$LOG" &
 	AGENT=$!
 	_bg_pids+=("$AGENT")
 }

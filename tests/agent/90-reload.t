@@ -6,17 +6,13 @@
 # kept, a bad file keeps the running settings, and the agent goes on.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/oap.sh"
-require_root
-have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and protoc"
-[ -x "$APERTURE" ] && [ -x "$WL/oap_burn" ] || skip_all "build aperture and tests first"
+require_agent
 
-BURN=$(private_burn)
-bg "$BURN" 60
-PORT_A=$(free_port)
-start_oap "$PORT_A" "$TMP/a.jsonl" || { plan 1; fail "fake OAP A starts"; done_testing; }
-OAP_A=$OAP_PID
-PORT_B=$(free_port)
-start_oap "$PORT_B" "$TMP/b.jsonl" || { plan 1; fail "fake OAP B starts"; done_testing; }
+start_burn 60
+new_oap "$TMP/a.jsonl"
+PORT_A=$PORT
+new_oap "$TMP/b.jsonl"
+PORT_B=$PORT
 CONF=$TMP/agent.conf
 conf() {	# conf OAP_PORT SERVICE [extra lines]
 	printf 'oap = 127.0.0.1:%s\nservice = %s\nexe-pattern = %s\nheartbeat-interval = 0.5\ntask-interval = 1\n' \

@@ -47,3 +47,34 @@ logged() { sed -n "s/.*task $1 (.*) finished: \([0-9]*\) .*/\1/p" "$2"; }
 have_oap_deps() {
 	$PY -c 'import grpc, google.protobuf' 2>/dev/null && command -v protoc >/dev/null
 }
+
+# require_agent [WORKLOAD...]: what an agent test needs: root, the fake OAP's Python and protoc,
+# aperture and the workloads (default oap_burn); else the file is skipped
+require_agent() {
+	local w
+	require_root
+	have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and protoc"
+	[ -x "$APERTURE" ] || skip_all "build aperture and tests first"
+	for w in "${@:-oap_burn}"; do [ -x "$WL/$w" ] || skip_all "build aperture and tests first"; done
+}
+
+# new_oap REC [fake_oap.py options]: a fake OAP on a free port (PORT, OAP_PID) recording to REC;
+# one that does not start ends the file with a failed check
+new_oap() {
+	PORT=$(free_port)
+	start_oap "$PORT" "$@" || { fail "fake OAP starts ($(basename "$1"))"; done_testing; }
+}
+
+# start_burn SECONDS: this test's own oap_burn (private_burn) for SECONDS in the background (BURN, BURN_PID)
+start_burn() {
+	BURN=$(private_burn)
+	bg "$BURN" "$1"
+	BURN_PID=$BG_PID
+}
+
+# agent_cmd SERVICE: sets AGENT_CMD, `aperture run` for $BURN under SERVICE, with a heartbeat, a task
+# poll and a flush each second; the caller adds --oap and the rest
+agent_cmd() {
+	AGENT_CMD=("$APERTURE" run --exe-pattern "$BURN" --service "$1" --heartbeat-interval 1 --task-interval 1
+		--flush-interval 1)
+}

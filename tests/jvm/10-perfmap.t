@@ -5,46 +5,35 @@
 # a process that is not a JVM, or one that only looks like one, is not signalled;
 # a planted /tmp/.java_pidN that is not a socket is refused without a hang.
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/jvm.sh"
 require_root
 require_aperture
-JAVA=${JAVA:-/usr/bin/java}
-JAVAC=${JAVAC:-/usr/bin/javac}
-[ -x "$JAVA" ] && [ -x "$JAVAC" ] || skip_all "no $JAVA and $JAVAC (Debian's openjdk-17-jdk-headless)"
-"$JAVAC" -d "$TMP/classes" "$TOP/tests/workloads/jvm/Hot.java" 2>"$TMP/javac.err" || skip_all "javac failed: $(head -1 "$TMP/javac.err")"
+require_jvm
 
 # alive PID...: each PID runs (not a zombie: kill -0 passes on a child that died unreaped)
 alive() { local p; for p in "$@"; do grep -qE '^State:\s+[^Z]' "/proc/$p/status" 2>/dev/null || return 1; done; }
-# hot_share FOLDED: percent of the Java main thread's samples (comm "java") with a frame named ...Hot.hot(long)
-hot_share() {
-	pct "$(stack_weight "$1" '^java;.*Hot\.hot\(long\)')" "$(stack_weight "$1" '^java;')"
-}
 
 # The known answer: main calls hot() forever and hot() is never inlined, so nearly every sample of the
 # Java thread is in hot() once the JIT compiled it (~2 s of warm-up), named only by the perf map.
-bg "$JAVA" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Hot::hot -cp "$TMP/classes" Hot
-JP=$BG_PID
-at_exit "rm -f /tmp/perf-$JP.map /tmp/.java_pid$JP"	# kill -9 leaves the JVM no time to remove its socket
-sleep $((2 * TEST_SCALE))
-rm -f "/tmp/perf-$JP.map"
+start_jvm
 
 ap_ok "without --jvm-perfmap" plain record -F 499 -d 5 -o "$TMP/plain.folded" -p "$JP"
-h=$(hot_share "$TMP/plain.folded")
+h=$(java_share "$TMP/plain.folded" hot)
 diag "without --jvm-perfmap: $h% of the Java thread's samples named Hot.hot"
 ok "without --jvm-perfmap: the JIT code is unnamed (< 80%: the check below needs the perf map)" \
 	awk -v h="$h" 'BEGIN { exit !(h < 80) }'
 ok "without --jvm-perfmap: no perf map written" test ! -e "/tmp/perf-$JP.map"
 
 ap_ok "--jvm-perfmap" jvm record -F 499 -d 5 --jvm-perfmap -o "$TMP/jvm.folded" -p "$JP"
-ge ">= 80% of the Java thread's samples named ...Hot.hot" "$(hot_share "$TMP/jvm.folded")" 80
+ge ">= 80% of the Java thread's samples named ...Hot.hot" "$(java_share "$TMP/jvm.folded" hot)" 80
 ok "the end line: 1 JVM asked, 1 answered" grep -q 'jvm perf maps: 1 JVM asked, 1 answered' "$TMP/jvm.err"
 ok "the JVM wrote its perf map" test -s "/tmp/perf-$JP.map"
 ok "the JVM is still running" alive "$JP"
 
 # The JVM started by aperture (-- COMMAND): asked each second for the first 5 s, it names its hot code
 # from its first seconds; the JVM's start (~0.5 s here, interpreted) is in the 20% left.
-ap_ok "-- java" cmd record -v -F 499 -d 12 --jvm-perfmap -o "$TMP/cmd.folded" -- \
-	"$JAVA" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Hot::hot -cp "$TMP/classes" Hot
-ge "-- java: >= 80% of the Java thread's samples named ...Hot.hot" "$(hot_share "$TMP/cmd.folded")" 80
+ap_ok "-- java" cmd record -v -F 499 -d 12 --jvm-perfmap -o "$TMP/cmd.folded" -- "${HOT[@]}"
+ge "-- java: >= 80% of the Java thread's samples named ...Hot.hot" "$(java_share "$TMP/cmd.folded" hot)" 80
 ok "-- java: the end line: 1 JVM asked, 1 answered" grep -q 'jvm perf maps: 1 JVM asked, 1 answered' "$TMP/cmd.err"
 CHILD=$(sed -n 's/.*jvm pid \([0-9]*\): perf map written.*/\1/p' "$TMP/cmd.err" | head -1)
 [ -n "$CHILD" ] && rm -f "/tmp/perf-$CHILD.map" "/tmp/.java_pid$CHILD"
@@ -53,14 +42,13 @@ CHILD=$(sed -n 's/.*jvm pid \([0-9]*\): perf map written.*/\1/p' "$TMP/cmd.err" 
 # knows itself as pid 1, so its socket and map are /tmp/.java_pid1 and /tmp/perf-1.map in its root
 # (/proc/PID/root/tmp), which is where aperture asks and reads (VirtualMachineImpl.java does the same).
 bg unshare -m -p -f --mount-proc sh -c 'mount -t tmpfs none /mnt && cp -r "$1" /mnt/classes &&
-	mount -t tmpfs none /tmp && exec "$2" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Hot::hot \
-	-cp /mnt/classes Hot' ns "$TMP/classes" "$JAVA"
+	mount -t tmpfs none /tmp && shift && exec "$@" -cp /mnt/classes Hot' ns "$TMP/classes" "$JAVA" "${JVM_FLAGS[@]}"
 sleep $((3 * TEST_SCALE))
 NSJ=$(for p in $(pgrep -f 'cp /mnt/classes Hot'); do grep -q libjvm.so "/proc/$p/maps" 2>/dev/null && echo "$p"; done | head -1)
 if [ -n "$NSJ" ] && grep -qE '^NSpid:\s+[0-9]+\s+1$' "/proc/$NSJ/status"; then
 	at_exit "kill -9 $NSJ 2>/dev/null"
 	ap_ok "a JVM in its own pid and mount namespaces" ns record -F 499 -d 4 --jvm-perfmap -o "$TMP/ns.folded" -p "$NSJ"
-	ge "  >= 80% of its Java thread's samples named ...Hot.hot" "$(hot_share "$TMP/ns.folded")" 80
+	ge "  >= 80% of its Java thread's samples named ...Hot.hot" "$(java_share "$TMP/ns.folded" hot)" 80
 	ok "  its map is in its own /tmp, as pid 1" test -s "/proc/$NSJ/root/tmp/perf-1.map"
 	ok "  and none in ours" test ! -e "/tmp/perf-$NSJ.map"
 else
@@ -71,7 +59,7 @@ fi
 # to the default first), so a signal would show.  The second maps a file named
 # libjvm.so (a look-alike) but does not catch SIGQUIT: refused, not signalled.  Each has a planted
 # /tmp/.java_pidN that is not a socket: a FIFO by nobody (a blocking open would hang), a regular file.
-cc -shared -o "$TMP/libjvm.so" -x c /dev/null 2>/dev/null || skip_all "no cc for the look-alike libjvm.so"
+lookalike_lib || skip_all "no cc for the look-alike libjvm.so"
 bg /usr/bin/python3 -c 'import signal, time; signal.signal(signal.SIGQUIT, signal.SIG_DFL); time.sleep(600)'
 PLAIN=$BG_PID
 bg env LD_PRELOAD="$TMP/libjvm.so" sleep 600
@@ -100,13 +88,8 @@ ok "the end line: 3 JVMs asked (the look-alikes), 0 answered" grep -q 'jvm perf 
 # A look-alike that listens on /tmp/.java_pidN itself (a socket owned by its user, as a JVM's) and never
 # answers: each ask ends after 3 s, on the asking thread; the run ends on time, waiting at most for
 # the ask in flight.
-bg env LD_PRELOAD="$TMP/libjvm.so" /usr/bin/python3 -c '
-import os, socket, time
-p = "/tmp/.java_pid%d" % os.getpid()
-s = socket.socket(socket.AF_UNIX); s.bind(p); os.chmod(p, 0o600); s.listen(8); time.sleep(600)'
+bg_listener 600
 SILENT=$BG_PID
-at_exit "rm -f /tmp/.java_pid$SILENT"
-sleep 1
 ap_ok "silent listener" silent record -F 99 -d 3 --jvm-perfmap=1 -o "$TMP/silent.folded" -p "$SILENT"
 ok "a silent listener delays the run by at most the ask in flight, 3 s (${AP_SECS}s for -d 3)" \
 	awk -v s="$AP_SECS" 'BEGIN { exit !(s < 3 + 3 + 3 * '"$TEST_SCALE"') }'
@@ -115,13 +98,8 @@ ok "the silent listener: one line, no reply in time" \
 
 # The same, its socket open to group and others (mode 0666; HotSpot's is 0600, and the JDK's client
 # refuses any other): refused at once, never asked.
-bg env LD_PRELOAD="$TMP/libjvm.so" /usr/bin/python3 -c '
-import os, socket, time
-p = "/tmp/.java_pid%d" % os.getpid()
-s = socket.socket(socket.AF_UNIX); s.bind(p); os.chmod(p, 0o666); s.listen(8); time.sleep(600)'
+bg_listener 666
 OPEN=$BG_PID
-at_exit "rm -f /tmp/.java_pid$OPEN"
-sleep 1
 ap_ok "listener open to others" open record -F 99 -d 1 --jvm-perfmap=1 -o "$TMP/open.folded" -p "$OPEN"
 ok "a listener socket open to group and others is refused, one line" \
 	test "$(grep -c "pid $OPEN: perf map not written: /tmp/.java_pidN is not a socket owned by the JVM's user, mode 0600" "$TMP/open.err")" = 1

@@ -5,17 +5,14 @@
 # later is named in the later profiles too; a target that never answers does not hold the
 # daemon's loop (the asking runs on its own thread): the interval lines come on time.
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/jvm.sh"
 require_root
 require_aperture
-JAVA=${JAVA:-/usr/bin/java}
-JAVAC=${JAVAC:-/usr/bin/javac}
-[ -x "$JAVA" ] && [ -x "$JAVAC" ] || skip_all "no $JAVA and $JAVAC (Debian's openjdk-17-jdk-headless)"
-"$JAVAC" -d "$TMP/classes" "$TOP/tests/workloads/jvm/Phases.java" 2>"$TMP/javac.err" ||
-	skip_all "javac failed: $(head -1 "$TMP/javac.err")"
+require_jvm
 
 PIN=/sys/fs/bpf/aperture_jvm_daemon_$$
 OUT=$TMP/out
-at_exit "'$APERTURE' run --unpin --pin '$PIN' >/dev/null 2>&1"
+unpin_at_exit "$PIN"
 
 # daemon NAME SECONDS ARGS: the on-CPU daemon for SECONDS after its programs are active, then SIGTERM
 daemon() {
@@ -42,19 +39,12 @@ files_between() {
 		[ "$e" -ge "$1" ] && [ "$e" -le "$2" ] && cat "$f"
 	done
 }
-# share FOLDED METHOD: percent of the Java main thread's samples (comm "java") with a frame named ...Phases.METHOD
-share() { pct "$(stack_weight "$1" "^java;.*Phases\\.$2\\(long\\)")" "$(stack_weight "$1" '^java;')"; }
 
-# The known answer: early() spins for the JVM's first 14 s, late() from then on; neither is inlined, so
+# The known answer: hot() spins for the JVM's first 14 s, late() from then on; neither is inlined, so
 # nearly every sample of the Java thread is in the one of its phase once the JIT compiled it (< 1 s).
 SWITCH_S=$((14 * TEST_SCALE))
 J0=$(date +%s)
-bg "$JAVA" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Phases::early \
-	-XX:CompileCommand=dontinline,Phases::late -cp "$TMP/classes" Phases "$SWITCH_S"
-JP=$BG_PID
-at_exit "rm -f /tmp/perf-$JP.map /tmp/.java_pid$JP"	# kill -9 leaves the JVM no time to remove its socket
-sleep $((2 * TEST_SCALE))
-rm -f "/tmp/perf-$JP.map"
+start_jvm "$SWITCH_S"
 mkdir -m 700 "$OUT"
 
 # Asked at the start, each second for 5 s, then every 2 s: late() (compiled at ~J0 + 14 s, after the
@@ -65,28 +55,23 @@ is "the daemon exits 0 on SIGTERM" "$DAEMON_RC" 0
 [ "$DAEMON_RC" = 0 ] || show_err phases
 ls "$OUT"/oncpu-*.folded >/dev/null 2>&1 || fail "no on-CPU files" "$(ls "$OUT")"
 SWITCH=$((J0 + SWITCH_S))
-# early: the files from the second one on (the first round answers in the daemon's first second)
+# hot(): the files from the second one on (the first round answers in the daemon's first second)
 FIRST=$(for f in "$OUT"/oncpu-*.folded; do file_end "$f"; done | sort -n | head -1)
-files_between $((FIRST + 1)) $((SWITCH - 1)) >"$TMP/early.folded"
+files_between $((FIRST + 1)) $((SWITCH - 1)) >"$TMP/hot.folded"
 files_between $((SWITCH + 6)) $((SWITCH + 100)) >"$TMP/late.folded"
-diag "early() phase: $(stack_weight "$TMP/early.folded" '^java;') Java-thread samples, late() phase: $(stack_weight "$TMP/late.folded" '^java;')"
-ge "the early() phase: >= 80% of the Java thread's samples named ...Phases.early" "$(share "$TMP/early.folded" early)" 80
-ge "the late() phase (from 6 s after the switch): >= 80% named ...Phases.late (asked again after it was compiled)" \
-	"$(share "$TMP/late.folded" late)" 80
+diag "hot() phase: $(stack_weight "$TMP/hot.folded" '^java;') Java-thread samples, late() phase: $(stack_weight "$TMP/late.folded" '^java;')"
+ge "the hot() phase: >= 80% of the Java thread's samples named ...Hot.hot" "$(java_share "$TMP/hot.folded" hot)" 80
+ge "the late() phase (from 6 s after the switch): >= 80% named ...Hot.late (asked again after it was compiled)" \
+	"$(java_share "$TMP/late.folded" late)" 80
 ge "  with samples enough to tell (>= 150)" "$(stack_weight "$TMP/late.folded" '^java;')" 150
 ok "the stats line counts the JVM: 1 JVM asked, 1 answered" grep -q 'jvm perf maps: 1 JVM asked, 1 answered' "$TMP/phases.err"
 ok "the end line too" sh -c "tail -3 '$TMP/phases.err' | grep -q 'jvm perf maps: 1 JVM asked, 1 answered'"
 
 # A look-alike (maps a file named libjvm.so) that listens on /tmp/.java_pidN and never answers: each ask
 # holds 3 s (three in a row, then no more), on the asking thread; the daemon's 1 s intervals go on.
-cc -shared -o "$TMP/libjvm.so" -x c /dev/null 2>/dev/null || { done_testing; }
-bg env LD_PRELOAD="$TMP/libjvm.so" /usr/bin/python3 -c '
-import os, socket, time
-p = "/tmp/.java_pid%d" % os.getpid()
-s = socket.socket(socket.AF_UNIX); s.bind(p); os.chmod(p, 0o600); s.listen(8); time.sleep(600)'
+lookalike_lib || done_testing
+bg_listener 600
 SILENT=$BG_PID
-at_exit "rm -f /tmp/.java_pid$SILENT"
-sleep 1
 t0=$(date +%s.%N)
 daemon silent 8 -F 99 -p "$SILENT" --interval 1s --jvm-perfmap=1
 secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }')

@@ -188,4 +188,37 @@ pipe_lock=$(lock_weight "$TMP/pipe.folded" '^lock@[0-9a-f]+\((anon_)?pipe_(write
 ge "the pipe's mutex, named by the pipe code that contends for it (ns)" "${pipe_lock:-0}" 1000000
 is "a mutex that spun then slept is one wait: no start slot lost" \
 	"$(grep -c 'start slot unavailable' "$TMP/pipe.err")" 0
+
+# 11. Kernel lock holds (--lock-hold where the kernel lets trampolines attach: fentry on
+#     mutex_unlock, up_read and up_write): the writers and the reader of 10 hold the pipe's
+#     mutex after a wait that slept (one that only spun is not timed) until pipe_write's or
+#     pipe_read's mutex_unlock.  A hold is counted for the task that unlocks: lockburn's thread,
+#     whose ids and comm the key carries; one thread holds the mutex at a time, so its holds add
+#     up to less than the run.
+if have_feature fentry; then
+	ap_ok "--locks --lock-hold --events -- lockburn pipe" khold record --locks --lock-side kernel --lock-hold \
+		--lock-threshold-us 1 --events "$TMP/khold.ev" -d 30 -o "$TMP/khold.folded" -- "$WL/lockburn" pipe 3 4
+	"$APERTURE" events --json "$TMP/khold.ev" >"$TMP/khold.json"
+	# the pipe's mutex: the lock of the heaviest line of it (named by the pipe code that first contended)
+	pipe_addr=$(awk '$0 ~ /;lock@[0-9a-f]+\((anon_)?pipe_(write|read)\):mutex [0-9]+$/ { print $NF, $0 }' "$TMP/khold.folded" |
+		sort -n | tail -1 | sed 's/.*;lock@\([0-9a-f]*\)(.*/\1/')
+	[ -n "$pipe_addr" ] || diag "no line of the pipe's mutex; the locks: $(sed 's/.*;//; s/ [0-9]*$//' "$TMP/khold.folded" | sort | uniq -c | sort -rn | head -5 | tr '\n' ' ')"
+	# kholds EXPR: EXPR of w (the pipe mutex's Lock records) and h (those with a hold time)
+	kholds() { /usr/bin/python3 -c '
+import json, sys
+ev = [json.loads(l)["Lock"] for l in open(sys.argv[1]) if l.startswith("{\"Lock\"")]
+addr = int(sys.argv[3], 16) if sys.argv[3] else -1
+w = [e for e in ev if e["lock_addr"] == addr]
+h = [e for e in w if e["hold_time_ns"]]
+print(eval(sys.argv[2]))' "$TMP/khold.json" "$1" "${pipe_addr:-}"; }
+	diag "the pipe's mutex (${pipe_addr:-none}): $(kholds '"%d waits, %d with a hold, holds %d ns in all, min %d, max %d" % (len(w), len(h), sum(e["hold_time_ns"] for e in h), min([e["hold_time_ns"] for e in h] or [0]), max([e["hold_time_ns"] for e in h] or [0]))')"
+	ge "the pipe's mutex: holds timed by fentry on mutex_unlock (>= 1 in 10 of its waits)" \
+		"$(kholds 'len(h) * 10 - len(w) if w else "no waits"')" 0
+	is "every hold is lockburn's: the unlocking thread's comm" "$(kholds 'sorted(set(e["comm"] for e in h))')" "['lockburn']"
+	is "  and its process, the waits' own" "$(kholds 'len(set(e["pid"] for e in h) | set(e["pid"] for e in w))')" 1
+	le "one holder at a time: the holds add up to less than the run (ns)" \
+		"$(kholds 'sum(e["hold_time_ns"] for e in h)')" "$(awk -v s="$AP_SECS" 'BEGIN { printf "%.0f", s * 1e9 }')"
+else
+	skip "kernel lock holds (fentry)" "$(feature_why fentry)"
+fi
 done_testing

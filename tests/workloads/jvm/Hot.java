@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-// tests/jvm/10-perfmap.t: hot() spins (run with -XX:CompileCommand=dontinline,Hot::hot so that
-// the JIT keeps it a method of its own); main calls it forever.
+// The JVM of tests/jvm/ (tests/jvm/jvm.sh runs it with -XX:CompileCommand=dontinline for hot() and late(), so
+// that the JIT keeps each a method of its own): main calls hot() forever, or with an argument N, hot() for the
+// first N seconds and late() after, so that late() is compiled after a daemon's first perf-map requests.
 public class Hot {
-	static long sink;
-
 	static long hot(long seed) {
 		long x = seed;
 		for (int i = 0; i < 1_000_000; i++)
@@ -11,9 +10,19 @@ public class Hot {
 		return x;
 	}
 
+	static long late(long seed) {
+		long x = seed;
+		for (int i = 0; i < 1_000_000; i++)
+			x = x * 2862933555777941757L + 3037000493L;
+		return x;
+	}
+
 	public static void main(String[] args) {
+		long switchAt = args.length > 0 ? System.nanoTime() + Long.parseLong(args[0]) * 1_000_000_000L : 0;
 		long x = 1;
-		for (;;)
+		while (args.length == 0 || System.nanoTime() < switchAt)
 			x = hot(x);
+		for (;;)
+			x = late(x);
 	}
 }
