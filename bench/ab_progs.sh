@@ -43,8 +43,9 @@ main() {
 			pids+=("$TOOL_PID")
 			i=$((i + 1))
 		done
-		sleep 2
 		sysctl -qw kernel.bpf_stats_enabled=1
+		for i in "${!pids[@]}"; do wait_running "${pids[$i]}"; done
+		sleep 1
 		for i in "${!pids[@]}"; do
 			mapfile -t ids < <(prog_ids_of "${pids[$i]}")
 			echo "${ids[*]}" >"$W/ids$i"

@@ -33,10 +33,10 @@ static __always_inline struct aperture_control *prologue(void)
 }
 
 /* key_fill_current() without the stacks (the announcement kept). */
-static __always_inline void key_who(struct sample_key *key)
+static __always_inline void key_who(const struct aperture_control *ctl, struct sample_key *key)
 {
 	key_fill_who(key, 0);
-	process_seen(key->tgid);
+	process_seen(ctl, key->tgid);
 }
 
 /* bpf_get_stack() into the per-CPU scratch only: no hash, no map. */
@@ -74,11 +74,12 @@ int v_filter(struct bpf_perf_event_data *ctx)
 SEC("perf_event")
 int v_key(struct bpf_perf_event_data *ctx)
 {
+	struct aperture_control *ctl = prologue();
 	struct sample_key key = {};
 
-	if (!prologue())
+	if (!ctl)
 		return 0;
-	key_who(&key);
+	key_who(ctl, &key);
 	return key.comm[0] == 1;	/* keeps the key live */
 }
 
@@ -90,7 +91,7 @@ int v_nostack(struct bpf_perf_event_data *ctx)
 
 	if (!ctl)
 		return 0;
-	key_who(&key);
+	key_who(ctl, &key);
 	record_event(ctl, &key, &one_sample);
 	return 0;
 }
@@ -137,7 +138,7 @@ int v_kstack(struct bpf_perf_event_data *ctx)
 
 	if (!ctl)
 		return 0;
-	key_who(&key);
+	key_who(ctl, &key);
 	key.kernel_stack_id = stack_store(ctx, false);
 	record_event(ctl, &key, &one_sample);
 	return 0;
@@ -151,7 +152,7 @@ int v_ustack(struct bpf_perf_event_data *ctx)
 
 	if (!ctl)
 		return 0;
-	key_who(&key);
+	key_who(ctl, &key);
 	if (has_mm())
 		key.user_stack_id = stack_store(ctx, true);
 	record_event(ctl, &key, &one_sample);
@@ -166,7 +167,7 @@ int v_nocounts(struct bpf_perf_event_data *ctx)
 
 	if (!ctl)
 		return 0;
-	key_who(&key);
+	key_who(ctl, &key);
 	stacks_fill(ctx, ctl, &key);
 	return key.user_stack_id == 1;
 }

@@ -77,6 +77,20 @@ start_tool() {
 	return 1
 }
 
+# wait_running PID: with bpf_stats on, waits (60 s at most) until a program
+# PID holds has run: loaded is not attached, and on a loaded machine a tool
+# can hold its programs seconds before it attaches them.
+wait_running() {
+	local i ids=()
+	for i in $(seq 300); do
+		mapfile -t ids < <(prog_ids_of "$1")
+		bpf_stats_of "${ids[@]}" | awk '$4 > 0 { ok = 1 } END { exit !ok }' && return 0
+		sleep 0.2
+	done
+	log "bench: the programs of $1 did not run in 60 s"
+	return 1
+}
+
 # start_perf NAME CMD...: the same for a tool without BPF programs (perf): 2 s to start.
 start_perf() {
 	local name=$1

@@ -327,7 +327,7 @@ static __always_inline void call_count(struct pt_regs *ctx, const struct gpu_cal
 			      (kind == GPU_OBJ_GRAPH ? GPU_F_GRAPH : 0);
 	}
 	key_fill_who(&key, object);
-	process_seen(key.tgid);
+	process_seen(ctl, key.tgid);
 	/* The kernel stack of a uprobe is the trap path: it says nothing about the program. */
 	if (ctl->stack_mode != STACK_MODE_KERNEL)
 		key.user_stack_id = stack_store(ctx, true);

@@ -448,7 +448,7 @@ static __always_inline void futex_sleep_begin(void *ctx, const struct aperture_c
 	sleep->key.kernel_stack_id = 0;
 	sleep->key.user_stack_id = ctl->stack_mode != STACK_MODE_KERNEL ? stack_store(ctx, true) : 0;
 	if (sleep->key.user_stack_id)
-		process_seen(sleep->key.tgid);
+		process_seen(ctl, sleep->key.tgid);
 	sleep->flags = kind;
 	sleep->begin_ns = bpf_ktime_get_ns();
 }

@@ -26,7 +26,7 @@ static __always_inline void key_fill_stacks(void *ctx, const struct aperture_con
 {
 	stacks_fill(ctx, ctl, key);
 	if (ctl->stack_mode != STACK_MODE_KERNEL && bpf_get_current_task_btf()->mm)
-		process_seen(bpf_get_current_pid_tgid() >> 32);
+		process_seen(ctl, bpf_get_current_pid_tgid() >> 32);
 }
 
 /*

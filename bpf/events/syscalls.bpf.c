@@ -90,49 +90,95 @@ static __always_inline bool syscall_kept(const struct syscalls_config *cfg, long
 }
 
 /*
- * With a pid filter: is the current task's process a target?  Decided once
- * per task and kept in its storage while control.cache_gen stays the same
- * (user space bumps it after changing target_pids; a child the kernel adds
- * at fork is a new task, with nothing cached), so that a syscall of a task
- * that is not a target costs one storage lookup, not a hash lookup.  The
- * generation is read before the set: a change made meanwhile is seen on the
- * next call.
+ * With a pid filter, the last process found not to be a target on this CPU:
+ * the first test of both programs, so that a process that is not a target
+ * costs one note compare per program, no storage and no set lookup.  Sound
+ * because a process's answer changes only when user space changes
+ * target_pids (and then bumps control.cache_gen, in the note) or when the
+ * kernel adds a child at fork (a new process: another leader start time).
  */
-static __always_inline bool syscall_target(const struct aperture_control *ctl,
-					   struct syscalls_start *start)
-{
-	__u32 gen = ctl->cache_gen + 1;	/* 0 is a fresh storage's: never decided */
-	__u32 tgid;
-	__u8 *profilers;
+LAST_SEEN_NOTE(not_target);
 
-	if (start->cache_gen == gen)
-		return start->wanted;
-	tgid = bpf_get_current_pid_tgid() >> 32;
-	profilers = bpf_map_lookup_elem(&target_pids, &tgid);
-	start->wanted = profilers && (*profilers & (1u << PROFILER_ID));
-	start->cache_gen = gen;
-	return start->wanted;
+/* The current process is this CPU's noted non-target; @now: its note either way. */
+static __always_inline bool not_target_noted(const struct aperture_control *ctl,
+					     struct last_seen *now)
+{
+	last_seen_current(ctl, now);
+	return last_seen_hit(&not_target, now);
 }
 
+/*
+ * With a pid filter: the current task's storage if its process is a target,
+ * else NULL.  Decided once per task and kept in its storage while
+ * control.cache_gen stays the same (user space bumps it after changing
+ * target_pids; a child the kernel adds at fork is a new task, with nothing
+ * cached); a process found not to be one is this CPU's not_target note and
+ * gets no storage.  The generation is read before the set: a change made
+ * meanwhile is seen on the next call.
+ */
+static __always_inline struct syscalls_start *syscall_target(const struct aperture_control *ctl)
+{
+	struct syscalls_start *start;
+	struct task_struct *task;
+	struct last_seen now;
+	__u8 *profilers;
+	bool wanted;
+
+	if (not_target_noted(ctl, &now))
+		return NULL;
+	task = bpf_get_current_task_btf();
+	start = bpf_task_storage_get(&syscall_start, task, NULL, 0);
+	if (start && start->cache_gen == now.cache_gen)
+		return start->wanted ? start : NULL;
+	profilers = bpf_map_lookup_elem(&target_pids, &now.tgid);
+	wanted = profilers && (*profilers & (1u << PROFILER_ID));
+	if (!wanted)
+		last_seen_set(&not_target, &now);
+	if (!wanted && !start)
+		return NULL;	/* not a target, and no storage made for it */
+	if (!start)
+		start = bpf_task_storage_get(&syscall_start, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!start) {
+		stat_inc(STAT_START_FULL);
+		return NULL;
+	}
+	start->wanted = wanted;
+	start->cache_gen = now.cache_gen;	/* 0 is a fresh storage's: never decided */
+	return wanted ? start : NULL;
+}
+
+/* Where this call's entry time goes: the task's storage, or NULL when the call is not counted. */
+static __always_inline struct syscalls_start *syscall_start_of(const struct aperture_control *ctl)
+{
+	struct syscalls_start *start;
+
+	if (ctl->cgroup_id && bpf_get_current_cgroup_id() != ctl->cgroup_id)
+		return NULL;
+	if (ctl->filter_pids)
+		return syscall_target(ctl);
+	start = bpf_task_storage_get(&syscall_start, bpf_get_current_task_btf(), NULL,
+				     BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!start)
+		stat_inc(STAT_START_FULL);
+	return start;
+}
+
+/* The target test first: a task that is not one costs what it takes to say so. */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 {
 	struct aperture_control *ctl = control_get();
-	struct syscalls_config *cfg = config_get();
 	struct syscalls_start *start;
+	struct syscalls_config *cfg;
 
-	if (!ctl || !cfg || !syscall_kept(cfg, id))
+	if (!ctl)
 		return 0;
-	if (ctl->cgroup_id && bpf_get_current_cgroup_id() != ctl->cgroup_id)
-		return 0;
-	start = bpf_task_storage_get(&syscall_start, bpf_get_current_task_btf(), NULL,
-				     BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!start) {
-		stat_inc(STAT_START_FULL);
-		return 0;
-	}
-	if (ctl->filter_pids && !syscall_target(ctl, start))
+	start = syscall_start_of(ctl);
+	if (!start)
 		return 0;	/* the entry time only for targets: the exit sees none */
+	cfg = config_get();
+	if (!cfg || !syscall_kept(cfg, id))
+		return 0;
 	start->nr = id;
 	start->enter_ns = bpf_ktime_get_ns();
 	return 0;
@@ -141,15 +187,25 @@ int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 {
-	struct aperture_control *ctl = control_get();
-	struct syscalls_config *cfg = config_get();
+	struct aperture_control *ctl;
+	struct syscalls_config *cfg;
 	struct syscalls_start *start;
 	struct syscalls_delta delta = {};
 	struct sample_key key = {};
+	struct last_seen now;
 	bool failed = ret < 0 && ret >= -4095;
 	__u64 enter_ns;
 
-	if (!ctl || !cfg)
+	ctl = control_get();
+	if (!ctl)
+		return 0;
+	/*
+	 * A process that is not a target: the note, as at the entry.  A call
+	 * whose entry saw its process a target just before user space changed
+	 * the set, before the bump, may be missed here: a change of targets
+	 * takes effect within a call.
+	 */
+	if (ctl->filter_pids && not_target_noted(ctl, &now))
 		return 0;
 	start = bpf_task_storage_get(&syscall_start, bpf_get_current_task_btf(), NULL, 0);
 	/* exit and exit_group never return; execve returns in a new image (counted). */
@@ -157,6 +213,9 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 		return 0;
 	enter_ns = start->enter_ns;
 	delta.ns = bpf_ktime_get_ns() - enter_ns;
+	cfg = config_get();
+	if (!cfg)
+		return 0;
 	delta.slot = hist_slot(delta.ns);
 	delta.error = failed;
 	start->enter_ns = 0;
@@ -167,7 +226,7 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 	 * the plain count skips that lookup on every call.
 	 */
 	if (cfg->stack_min_ns && delta.ns >= cfg->stack_min_ns) {
-		process_seen(key.tgid);
+		process_seen(ctl, key.tgid);
 		key.user_stack_id = stack_store(ctx, true);
 	} else {
 		key.pid = 0;

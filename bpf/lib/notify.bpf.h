@@ -30,19 +30,19 @@ struct {
 	__uint(max_entries, APERTURE_EVENTS_RING_BYTES);
 } events SEC(".maps");
 
-/* Announces @tgid the first time it shows up. */
-static __always_inline void process_seen(__u32 tgid)
+/* Announces @tgid the first time it shows up; @ctl: the caller's control map. */
+static __always_inline void process_seen(const struct aperture_control *ctl, __u32 tgid)
 {
 	struct aperture_event *event;
 	struct last_seen now;
-	bool noted = last_seen_now(tgid, &now);
+	bool noted = last_seen_now(ctl, tgid, &now);
 	__u8 one = 1;
 
-	if (noted && last_seen_hit(&now))
+	if (noted && last_seen_hit(&last_seen, &now))
 		return;
 	if (bpf_map_lookup_elem(&seen_tgids, &tgid)) {
 		if (noted)
-			last_seen_set(&now);
+			last_seen_set(&last_seen, &now);
 		return;
 	}
 	bpf_map_update_elem(&seen_tgids, &tgid, &one, BPF_ANY);
@@ -57,7 +57,7 @@ static __always_inline void process_seen(__u32 tgid)
 	event->tgid = tgid;
 	bpf_ringbuf_submit(event, 0);
 	if (noted)
-		last_seen_set(&now);
+		last_seen_set(&last_seen, &now);
 }
 
 /*
