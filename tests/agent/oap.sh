@@ -78,3 +78,18 @@ agent_cmd() {
 	AGENT_CMD=("$APERTURE" run --exe-pattern "$BURN" --service "$1" --heartbeat-interval 1 --task-interval 1
 		--flush-interval 1)
 }
+
+# task_agent NAME PID [run options]: one `aperture run --pid PID` (-F 499, 1 s heartbeat, task poll
+# and flush) for AGENT_S seconds (default 18: slack for a loaded machine) against a fresh fake OAP
+# with a 6 s ON_CPU task on this host's service; the OAP's records in $TMP/NAME.jsonl, the agent's
+# log in $TMP/NAME.err, its exit status in AGENT_RC
+task_agent() {
+	local name=$1 pid=$2 port
+	shift 2
+	port=$(free_port)
+	start_oap "$port" "$TMP/$name.jsonl" --min-duration 0 --task "ON_CPU:6:$(hostname)" || return 1
+	"$APERTURE" run --oap 127.0.0.1:$port --pid "$pid" --heartbeat-interval 1 --task-interval 1 \
+		--flush-interval 1 -F 499 -d $((${AGENT_S:-18} * TEST_SCALE)) -v "$@" 2>"$TMP/$name.err"
+	AGENT_RC=$?
+	stop_oap
+}

@@ -7,44 +7,26 @@
 # control: an empty one) is profiled unnamed; the agent asks no JVM before its task runs.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../agent/oap.sh"
+. "$(dirname "$0")/jvm.sh"
 require_root
 require_aperture
 have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and protoc"
-JAVA=${JAVA:-/usr/bin/java}
-JAVAC=${JAVAC:-/usr/bin/javac}
-[ -x "$JAVA" ] && [ -x "$JAVAC" ] || skip_all "no $JAVA and $JAVAC (Debian's openjdk-17-jdk-headless)"
-"$JAVAC" -d "$TMP/classes" "$TOP/tests/workloads/jvm/Hot.java" 2>"$TMP/javac.err" || skip_all "javac failed: $(head -1 "$TMP/javac.err")"
+require_jvm
 
 # The known answer: main calls hot() forever and hot() is never inlined, so nearly every on-CPU
 # sample of the JVM is in hot() once the JIT compiled it (~2 s of warm-up), named only by the perf map.
-bg "$JAVA" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Hot::hot -cp "$TMP/classes" Hot
-JP=$BG_PID
-at_exit "rm -f /tmp/perf-$JP.map /tmp/.java_pid$JP"	# kill -9 leaves the JVM no time to remove its socket
-sleep $((2 * TEST_SCALE))
-rm -f "/tmp/perf-$JP.map"
+start_jvm
 
-# agent NAME ARGS: one agent run against a fresh fake OAP with a 6 s ON_CPU task on this host's
-# service (created once the OAP stored the JVM), for -d 18 (slack for a loaded machine); its records in $TMP/NAME.jsonl
-agent() {
-	local name=$1 port
-	shift
-	port=$(free_port)
-	start_oap "$port" "$TMP/$name.jsonl" --min-duration 0 --task "ON_CPU:6:$(hostname)" || return 1
-	"$APERTURE" run --oap 127.0.0.1:$port --pid "$JP" --heartbeat-interval 1 --task-interval 1 \
-		--flush-interval 1 -F 499 -d $((${AGENT_S:-18} * TEST_SCALE)) -v "$@" 2>"$TMP/$name.err"
-	AGENT_RC=$?
-	stop_oap
-}
-HOT='Hot\.hot\(long\)'
+HOT_RE='Hot\.hot\(long\)'
 
-AGENT_S=3 agent none
+AGENT_S=3 task_agent none "$JP"
 is "without --jvm-perfmap or perf map: the agent exits 0" "$AGENT_RC" 0
 ok "without --jvm-perfmap or perf map: reported with support_ebpf_profiling=false" \
 	grep -q "process $JP (java): support_ebpf_profiling=false" "$TMP/none.err"
 
 : >"/tmp/perf-$JP.map"	# the control: profiled (a perf map exists), named by nothing
-agent plain
-$PY "$OAPDIR/analyze.py" named "$TMP/plain.jsonl" ON_CPU "$HOT" >"$TMP/plain.named"
+task_agent plain "$JP"
+$PY "$OAPDIR/analyze.py" named "$TMP/plain.jsonl" ON_CPU "$HOT_RE" >"$TMP/plain.named"
 is "without --jvm-perfmap: the agent exits 0" "$AGENT_RC" 0
 ge "without --jvm-perfmap, an empty perf map: the task has samples enough to tell (>= 50)" \
 	"$(val "$TMP/plain.named" samples)" 50
@@ -54,10 +36,10 @@ ok "without --jvm-perfmap: the JIT code is unnamed (< 80%: the check below needs
 ok "without --jvm-perfmap: the JVM was not asked (its perf map is still empty)" test ! -s "/tmp/perf-$JP.map"
 rm -f "/tmp/perf-$JP.map"
 
-agent jvm --jvm-perfmap=2
+task_agent jvm "$JP" --jvm-perfmap=2
 is "--jvm-perfmap: the agent exits 0" "$AGENT_RC" 0
 [ "$AGENT_RC" = 0 ] || show_err jvm
-$PY "$OAPDIR/analyze.py" named "$TMP/jvm.jsonl" ON_CPU "$HOT" >"$TMP/jvm.named"
+$PY "$OAPDIR/analyze.py" named "$TMP/jvm.jsonl" ON_CPU "$HOT_RE" >"$TMP/jvm.named"
 # 6 s at 499 Hz of one busy thread is about 3000 samples on an idle machine; at load 24 on 2 cores the
 # JVM's thread ran a tenth of the time or less (47 samples at 99 Hz): the share is what is checked.
 ge "--jvm-perfmap: the task has samples enough to tell (>= 50)" "$(val "$TMP/jvm.named" samples)" 50

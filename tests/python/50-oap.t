@@ -19,21 +19,9 @@ PID=$BG_PID
 NAME=$(basename "$(readlink /proc/$PID/exe)")
 sleep 1
 
-# agent NAME ARGS: one agent run against a fresh fake OAP with a 6 s ON_CPU task on this
-# host's service; its records in $TMP/NAME.jsonl, its log in $TMP/NAME.err
-agent() {
-	local name=$1 port
-	shift
-	port=$(free_port)
-	start_oap "$port" "$TMP/$name.jsonl" --min-duration 0 --task "ON_CPU:6:$(hostname)" || return 1
-	"$APERTURE" run --oap 127.0.0.1:$port --pid "$PID" --heartbeat-interval 1 --task-interval 1 \
-		--flush-interval 1 -F 499 -d $((${AGENT_S:-18} * TEST_SCALE)) -v "$@" 2>"$TMP/$name.err"
-	AGENT_RC=$?
-	stop_oap
-}
 reg() { $PY "$OAPDIR/analyze.py" registration "$TMP/$1.jsonl" "$NAME" > "$TMP/reg.$1"; val "$TMP/reg.$1" "$2"; }
 
-agent py
+task_agent py "$PID"
 is "the agent exits 0" "$AGENT_RC" 0
 [ "$AGENT_RC" = 0 ] || show_err py
 is "CPython ($NAME) reported with support_ebpf_profiling=true" "$(reg py support_ebpf_profiling)" true
