@@ -27,13 +27,16 @@ Source: grafana/pyroscope at commit 3fe6a457a32004efc46da819cbc114472d07415e:
 Formats other than pprof (trie, tree, lines, jfr, speedscope, groups) are not emulated: 501;
 so are methods other than POST (http.server's 501).
 
-Usage: fake_pyroscope.py PORT DIR [--tenant ID] [--basic-auth USER:PASS]
-Each accepted pprof goes to DIR/NNNN.pb.gz (as received) and one JSON line to DIR/log.
+Usage: fake_pyroscope.py PORT DIR [--tenant ID] [--basic-auth USER:PASS] [--tls CERT KEY]
+(--tls: https, as Pyroscope's server.http_tls_config or a proxy in front; ALPN http/1.1.)
+Each accepted pprof goes to DIR/NNNN.pb.gz (as received) and one JSON line to DIR/log, with the
+series' __name__ ("metric") the server would give it.
 """
 import base64
 import gzip
 import json
 import os
+import ssl
 import sys
 import threading
 import time
@@ -142,8 +145,75 @@ def check_protobuf(buf):
             raise Refused(422, "failed to parse pprof: truncated field")
 
 
+def fields(buf):
+    """(field number, wire type, value) of a checked protobuf message; value: int or bytes."""
+    i = 0
+    while i < len(buf):
+        tag, i = read_varint(buf, i)
+        wt = tag & 7
+        if wt == 0:
+            v, i = read_varint(buf, i)
+        elif wt == 2:
+            n, i = read_varint(buf, i)
+            v, i = buf[i:i + n], i + n
+        else:
+            n = 8 if wt == 1 else 4
+            v, i = buf[i:i + n], i + n
+        yield tag >> 3, wt, v
+
+
+def read_varint(buf, i):
+    shift = v = 0
+    while True:
+        b = buf[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, i
+
+
+# pkg/og/storage/tree/pprof.go DefaultSampleTypeMapping: the display names (used when no config is sent)
+DEFAULT_DISPLAY = {"samples": "cpu", "goroutine": "goroutines", "contentions": "mutex_count",
+                   "delay": "mutex_duration"}
+
+
+def sample_types(plain):
+    """Profile.sample_type (field 1: ValueType.type, an index into string_table, field 6)."""
+    strings, types = [], []
+    for num, wt, v in fields(plain):
+        if num == 6 and wt == 2:
+            strings.append(v.decode(errors="replace"))
+        elif num == 1 and wt == 2:
+            types.append(next((x for n, w, x in fields(v) if n == 1 and w == 0), 0))
+    return [strings[t] if t < len(strings) else "" for t in types]
+
+
+def metric_name(types, config):
+    """(*RawProfile).metricName: the series' __name__ from the sample types and their display names."""
+    if "wall" in types:
+        return "wall"
+    st = ""
+    for st in types:
+        if config is not None:
+            display = (config.get(st) or {}).get("display-name")
+        else:
+            display = DEFAULT_DISPLAY.get(st)
+        st = display or st
+        if "cpu" in st:
+            return "process_cpu"
+        if "alloc_" in st or "inuse_" in st or st in ("space", "objects"):
+            return "memory"
+        for metric in ("mutex", "block"):
+            if metric + "_" in st:
+                return metric
+        if "goroutines" in st:
+            return "goroutines"
+    return st
+
+
 def raw_pprof(data):
-    """pprof.RawFromBytesWithLimit: gunzip when gzip'ed, bounded, then protobuf."""
+    """pprof.RawFromBytesWithLimit: gunzip when gzip'ed, bounded, then protobuf; the plain bytes."""
     if data[:2] == b"\x1f\x8b":
         try:
             plain = gzip.decompress(data)
@@ -154,6 +224,7 @@ def raw_pprof(data):
     if len(plain) > MAX_PROFILE:
         raise Refused(422, "uncompressed profile payload size exceeds limit of %d bytes" % MAX_PROFILE)
     check_protobuf(plain)
+    return plain
 
 
 def disposition(headers):
@@ -269,7 +340,7 @@ class Handler(BaseHTTPRequestHandler):
             raise Refused(501, "the groups (text) format is not emulated")
         if not profile:
             return self.answer(200)     # an empty profile: accepted, nothing stored
-        raw_pprof(profile)
+        types = sample_types(raw_pprof(profile))
         with lock:
             self.server.seq += 1
             path = os.path.join(self.server.dir, "%04d.pb.gz" % self.server.seq)
@@ -277,7 +348,8 @@ class Handler(BaseHTTPRequestHandler):
                 f.write(profile)
             rec = {"seq": self.server.seq, "file": path, "labels": labels, "from": start, "until": end,
                    "spy": get("spyName") or "unknown", "format": fmt, "content_type": ctype.split(";")[0],
-                   "sample_type_config": stc, "tenant": self.headers.get("X-Scope-OrgID"),
+                   "sample_type_config": stc, "sample_types": types,
+                   "kind": types[-1] if types else "", "metric": metric_name(types, stc), "tenant": self.headers.get("X-Scope-OrgID"),
                    "authorization": self.headers.get("Authorization"), "received": time.time()}
             with open(os.path.join(self.server.dir, "log"), "a") as f:
                 f.write(json.dumps(rec) + "\n")
@@ -296,6 +368,12 @@ def main():
             srv.tenant = args[1]
         elif args[0] == "--basic-auth":
             srv.basic_auth = args[1]
+        elif args[0] == "--tls":
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(args[1], args[2])
+            ctx.set_alpn_protocols(["http/1.1"])
+            srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+            args = args[1:]
         args = args[2:]
     print("listening", port, flush=True)
     srv.serve_forever()

@@ -61,7 +61,7 @@ enum {
 	OPT_PIN = 256, OPT_UNPIN, OPT_RESET, OPT_HELP, OPT_OUTPUT_DIR, OPT_OUTPUT_FORMAT, OPT_INTERVAL,
 	OPT_KEEP_FILES, OPT_KEEP_MB, OPT_JVM_PERFMAP,
 	OPT_PYROSCOPE, OPT_PYROSCOPE_APP, OPT_LABEL, OPT_PYROSCOPE_AUTH, OPT_PYROSCOPE_TENANT, OPT_STATE_DIR,
-	OPT_PYROSCOPE_SPOOL,
+	OPT_PYROSCOPE_CA, OPT_PYROSCOPE_SPOOL,
 };
 
 #define DAEMON_PROFILER_OPTIONS (CLI_TARGETS | CLI_KIND_FLAGS | CLI_KIND_OPTIONS | CLI_CAPS)
@@ -81,7 +81,8 @@ static const struct option daemon_options[] = {
 	{ "label", required_argument, NULL, OPT_LABEL },
 	{ "pyroscope-auth-file", required_argument, NULL, OPT_PYROSCOPE_AUTH },
 	{ "pyroscope-tenant-file", required_argument, NULL, OPT_PYROSCOPE_TENANT },
-	{ "pyroscope-spool-mb", required_argument, NULL, OPT_PYROSCOPE_SPOOL },
+	{ "pyroscope-ca", required_argument, NULL, OPT_PYROSCOPE_CA },
+	{ "pyroscope-spool-size", required_argument, NULL, OPT_PYROSCOPE_SPOOL },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -153,12 +154,13 @@ static void usage(FILE *out)
 "      --interval S         seconds per file and per health line: 60, 60s, 5m, 1h (default 60s)\n"
 "      --keep-files N       keep the newest N files of each kind (default 0: no limit)\n"
 "      --keep-mb M          keep at most M MiB of each kind's files (default 0: no limit)\n"
-"      --pyroscope URL      push each interval's profiles to Grafana Pyroscope (http://HOST:PORT)\n"
+"      --pyroscope URL      push each interval's profiles to Grafana Pyroscope (http[s]://HOST:PORT)\n"
 "      --pyroscope-app NAME the application name (default aperture)\n"
 "      --label KEY=VALUE    a Pyroscope label of every profile (repeatable)\n"
 "      --pyroscope-auth-file FILE    USER:PASSWORD for basic auth, first line\n"
 "      --pyroscope-tenant-file FILE  the tenant (X-Scope-OrgID header), first line\n"
-"      --pyroscope-spool-mb M        profiles kept while Pyroscope is away (default 16)\n"
+"      --pyroscope-ca FILE  https: the CA bundle (PEM) that signed the server (default: the system's)\n"
+"      --pyroscope-spool-size BYTES  profiles kept while Pyroscope is away (default 16M)\n"
 "      --state-dir DIR      the ledger of unsent profiles (default $APERTURE_STATE_DIR or\n"
 "                           " STATE_DIR_DEFAULT ")\n"
 "      --config FILE        settings as key = value lines; flags override them\n"
@@ -208,11 +210,14 @@ static bool pyroscope_option(struct pyroscope_opts *o, int c, const char *arg)
 	case OPT_PYROSCOPE_TENANT:
 		o->tenant_file = arg;
 		return true;
+	case OPT_PYROSCOPE_CA:
+		o->ca_file = arg;
+		return true;
 	case OPT_STATE_DIR:
 		o->state_dir = arg;
 		return true;
 	case OPT_PYROSCOPE_SPOOL:
-		return parse_u64("--pyroscope-spool-mb", arg, 1, 1u << 20, &o->spool_mb);
+		return parse_size("--pyroscope-spool-size", arg, &o->spool_bytes);
 	}
 	return false;
 }
@@ -259,7 +264,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 	o->output_format = "pprof";
 	o->interval_s = 60;
 	o->pyro.app = "aperture";
-	o->pyro.spool_mb = 16;
+	o->pyro.spool_bytes = 16u << 20;
 	o->pyro.state_dir = getenv("APERTURE_STATE_DIR") ?: STATE_DIR_DEFAULT;
 	o->pyro.stop = &cli_stop;
 	cli_profiler_defaults(&o->prof);
@@ -449,11 +454,14 @@ static void drain_all(struct daemon_run *run)
 		run->next_collect_ns = now + COLLECT_EVERY_NS;
 }
 
+/* The interval starting at @now (CLOCK_MONOTONIC): its wall clock start is the last one's end, exactly. */
 static void start_profiles(struct daemon_run *run, uint64_t now)
 {
+	uint64_t wall = now_ns(CLOCK_REALTIME) - (now_ns(CLOCK_MONOTONIC) - now);
+
 	for (int i = 0; i < run->nprofs; i++) {
 		profiler_profile_init(run->profs[i], &run->profiles[i], run->sym);
-		run->profiles[i].time_ns = now_ns(CLOCK_REALTIME);
+		run->profiles[i].time_ns = wall;
 	}
 	run->interval_start_ns = now;
 }
@@ -461,8 +469,6 @@ static void start_profiles(struct daemon_run *run, uint64_t now)
 /* Hands each kind's profile of the interval ending @now to every output, and starts the next. */
 static void write_profiles(struct daemon_run *run, uint64_t now, uint64_t *misses, uint64_t *frames)
 {
-	time_t until = time(NULL);
-
 	drain_all(run);
 	for (int i = 0; i < run->nprofs; i++) {
 		struct profile *prof = &run->profiles[i];
@@ -470,8 +476,7 @@ static void write_profiles(struct daemon_run *run, uint64_t now, uint64_t *misse
 		prof->duration_ns = now - run->interval_start_ns;
 		count_misses(prof, misses, frames);
 		for (int o = 0; o < run->noutputs; o++)
-			run->outputs[o].ops->write(run->outputs[o].state, prof,
-						   (time_t)(prof->time_ns / 1000000000ull), until);
+			run->outputs[o].ops->write(run->outputs[o].state, prof);
 		profile_free(prof);
 	}
 	symbolizer_trim(run->sym);	/* nothing refers to its frames until the next drain */
@@ -500,7 +505,8 @@ static bool pyroscope_changed(const struct pyroscope_opts *a, const struct pyros
 {
 	bool differ = str_differ(a->url, b->url) || str_differ(a->app, b->app) ||
 		      str_differ(a->auth_file, b->auth_file) || str_differ(a->tenant_file, b->tenant_file) ||
-		      str_differ(a->state_dir, b->state_dir) || a->spool_mb != b->spool_mb || a->nlabels != b->nlabels;
+		      str_differ(a->ca_file, b->ca_file) ||
+		      str_differ(a->state_dir, b->state_dir) || a->spool_bytes != b->spool_bytes || a->nlabels != b->nlabels;
 
 	for (int i = 0; !differ && i < a->nlabels; i++)
 		differ = strcmp(a->labels[i], b->labels[i]) != 0;

@@ -256,12 +256,11 @@ int outdir_write(struct outdir *d, const struct profile *prof, time_t when)
 	return 0;
 }
 
-static int output_write(void *state, const struct profile *prof, time_t from, time_t until)
+static int output_write(void *state, const struct profile *prof)
 {
 	struct outdir *d = state;
-	int err = outdir_write(d, prof, until);
+	int err = outdir_write(d, prof, (time_t)((prof->time_ns + prof->duration_ns) / 1000000000ull));
 
-	(void)from;
 	if (err)
 		d->write_errors++;
 	else

@@ -9,14 +9,13 @@
 #define OUTPUT_H
 
 #include <stdbool.h>
-#include <time.h>
 #include "profile.h"
 #include "usage.h"
 
 struct output_ops {
 	const char *name;
-	/* The interval [@from, @until) of @prof's kind; 0 or a negative errno after one line. */
-	int (*write)(void *state, const struct profile *prof, time_t from, time_t until);
+	/* An interval's profile of one kind (its time_ns and duration_ns say when); 0 or -errno after one line. */
+	int (*write)(void *state, const struct profile *prof);
 	/* Between intervals (each loop turn), and once more with @stopping before close; may be NULL. */
 	void (*poll)(void *state, bool stopping);
 	/* Its part of the interval's health line; may be NULL. */

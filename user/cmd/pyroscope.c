@@ -6,7 +6,7 @@
  * The protocol is Pyroscope's own ingest handler (grafana/pyroscope at
  * 3fe6a457a32004efc46da819cbc114472d07415e, pkg/ingester/pyroscope/
  * ingest_handler.go and pkg/og/convert/pprof/profile.go):
- * - POST /ingest?name=APP{k=v,...}&from=S&until=S&spyName=aperture; name is
+ * - POST /ingest?name=APP{k=v,...}&from=MS&until=MS&spyName=aperture; name is
  *   parsed by api/model/labelset (the app and label names checked here by
  *   the same rules, so a push is never refused for them);
  * - no format= parameter: the handler takes the body as multipart only when
@@ -24,7 +24,7 @@
  * Each upload is saved in the agent's ledger (a batch file) before it is
  * queued in the agent's spool, and removed once Pyroscope took it or the
  * spool's bound dropped it: what waits, in memory and on disk, is bounded by
- * --pyroscope-spool-mb, and a restart sends what the last run left.
+ * --pyroscope-spool-size, and a restart sends what the last run left.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -100,6 +100,10 @@ bool pyroscope_check(const struct pyroscope_opts *o)
 
 	if (!http_target_parse(&t, o->url, "--pyroscope"))
 		return false;
+	if (o->ca_file && !t.https) {
+		log_error("--pyroscope-ca: only for an https:// URL");
+		return false;
+	}
 	if (!label_name_ok(o->app, strlen(o->app), true)) {
 		log_error("--pyroscope-app '%s': want letters, digits and _ . - / only (Pyroscope's rule)", o->app);
 		return false;
@@ -259,9 +263,10 @@ void *pyroscope_open(const struct pyroscope_opts *o)
 	store_init(&p->store);
 	p->url = o->url;
 	p->stop = o->stop;
-	p->spool.limit = (size_t)(o->spool_mb << 20);
+	p->spool.limit = (size_t)o->spool_bytes;
 	p->spool.store = &p->store;
-	if (!http_target_parse(&p->target, o->url, "--pyroscope") || !make_headers(p, o) || !make_name(p, o)) {
+	if (!http_target_parse(&p->target, o->url, "--pyroscope") || !http_target_tls(&p->target, o->ca_file) ||
+	    !make_headers(p, o) || !make_name(p, o)) {
 		pyroscope_close(p);
 		return NULL;
 	}
@@ -307,7 +312,7 @@ static int encode_pprof(const struct profile *prof, uint8_t **out, size_t *len)
  * One upload, as the ledger keeps it: the query string, a NUL, the pprof file.
  * Saved before it is queued: a crash after this sends it at the next start.
  */
-static int pyroscope_write(void *state, const struct profile *prof, time_t from, time_t until)
+static int pyroscope_write(void *state, const struct profile *prof)
 {
 	struct pyroscope *p = state;
 	char query[QUERY_MAX];
@@ -321,8 +326,10 @@ static int pyroscope_write(void *state, const struct profile *prof, time_t from,
 		log_error("pyroscope: cannot encode the %s profile: %s", prof->kind, strerror(-err));
 		return err;
 	}
-	qlen = (size_t)snprintf(query, sizeof(query), "/ingest?name=%s&from=%lld&until=%lld&spyName=aperture",
-				p->name, (long long)from, (long long)until) + 1;
+	/* In milliseconds (13 digits: attime.Parse reads them as such): intervals meet exactly. */
+	qlen = (size_t)snprintf(query, sizeof(query), "/ingest?name=%s&from=%" PRIu64 "&until=%" PRIu64
+				"&spyName=aperture", p->name, prof->time_ns / 1000000,
+				(prof->time_ns + prof->duration_ns) / 1000000) + 1;
 	m.len = qlen + len;
 	m.data = malloc(m.len);
 	if (!m.data || sw_msgs_push(&msgs, m)) {
@@ -455,6 +462,7 @@ static void pyroscope_close(void *state)
 	spool_log_losses(&p->spool, p->url);
 	spool_free(&p->spool);
 	store_close(&p->store);
+	http_target_free(&p->target);
 	free(p);
 }
 

@@ -23,8 +23,9 @@ struct pyroscope_opts {
 	int nlabels;
 	const char *auth_file;		/* "user:password" for basic auth */
 	const char *tenant_file;	/* the X-Scope-OrgID header */
+	const char *ca_file;		/* https: the CA bundle (PEM); NULL: the system's */
 	const char *state_dir;		/* the ledger's parent directory */
-	uint64_t spool_mb;		/* bound of what waits, in memory and on disk */
+	uint64_t spool_bytes;		/* bound of what waits, in memory and on disk */
 	const volatile int *stop;	/* once set, a push in progress ends at once */
 };
 

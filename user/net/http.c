@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A small HTTP/1.1 POST client (see http.h): a non-blocking socket driven by
- * poll() against one deadline, so a server that accepts and never answers
+ * A small HTTP/1.1 POST client (see http.h): a non-blocking socket (plain or
+ * through tls.c) driven by poll() against one deadline, so a server that accepts and never answers
  * holds a request for its timeout and no longer, and a stop cancels it.
  * The reply is read to the end of the connection (we ask for "Connection:
  * close"); only its status line and the first bytes of its body are kept.
@@ -28,17 +28,14 @@ bool http_target_parse(struct http_target *t, const char *url, const char *what)
 	size_t host_len;
 
 	memset(t, 0, sizeof(*t));
-	if (strncmp(url, "https://", 8) == 0) {
-		log_error("%s %s: https is not supported (plain http:// only; put a TLS proxy in front)", what, url);
+	t->https = strncmp(url, "https://", 8) == 0;
+	if (!t->https && strncmp(url, "http://", 7)) {
+		log_error("%s %s: want http://HOST[:PORT][/PATH] or https://...", what, url);
 		return false;
 	}
-	if (strncmp(url, "http://", 7)) {
-		log_error("%s %s: want http://HOST[:PORT][/PATH]", what, url);
-		return false;
-	}
-	rest = url + 7;
+	rest = url + (t->https ? 8 : 7);
 	path = rest + strcspn(rest, "/?#");
-	if (*path == '?' || *path == '#') {
+	if (strpbrk(rest, "?#")) {
 		log_error("%s %s: no query or fragment, please (the ingest path is added here)", what, url);
 		return false;
 	}
@@ -76,10 +73,10 @@ bool http_target_parse(struct http_target *t, const char *url, const char *what)
 			return false;
 		}
 	} else if (host_end != path) {
-		log_error("%s %s: want http://HOST[:PORT][/PATH]", what, url);
+		log_error("%s %s: want http://HOST[:PORT][/PATH] or https://...", what, url);
 		return false;
 	} else {
-		snprintf(t->port, sizeof(t->port), "80");
+		snprintf(t->port, sizeof(t->port), t->https ? "443" : "80");
 	}
 	if (strlen(path) >= sizeof(t->prefix) || strpbrk(path, " \r\n")) {
 		log_error("%s %s: the path is too long or has blanks", what, url);
@@ -91,6 +88,28 @@ bool http_target_parse(struct http_target *t, const char *url, const char *what)
 	snprintf(t->hostport, sizeof(t->hostport), strchr(t->host, ':') ? "[%s]:%s" : "%s:%s", t->host, t->port);
 	return true;
 }
+
+bool http_target_tls(struct http_target *t, const char *ca_file)
+{
+	struct tls_opts opts = { .enabled = true, .ca_file = ca_file, .alpn = "http/1.1" };
+
+	if (!t->https)
+		return true;
+	t->tls = tls_config_new(&opts);
+	return t->tls != NULL;
+}
+
+void http_target_free(struct http_target *t)
+{
+	tls_config_free(t->tls);
+	t->tls = NULL;
+}
+
+/* One request's connection: the socket, and its TLS session for https. */
+struct conn {
+	int fd;
+	struct tls_conn *tls;
+};
 
 /* Milliseconds left before @deadline (CLOCK_MONOTONIC ns); 0 when passed. */
 static int ms_left(uint64_t deadline)
@@ -158,21 +177,80 @@ static int connect_target(const struct http_target *t, uint64_t deadline, const 
 	return err;
 }
 
-static int send_all(int fd, const void *buf, size_t len, uint64_t deadline, const volatile int *cancel)
+/* A TLS call's "would block" as the poll events to wait for; 0 when it did not block. */
+static short tls_wait(ssize_t rv)
+{
+	return rv == TLS_WANT_READ ? POLLIN : rv == TLS_WANT_WRITE ? POLLOUT : 0;
+}
+
+/* The TLS handshake, bounded by @deadline; 0 or a negative errno with @why. */
+static int handshake(struct conn *c, const struct http_target *t, uint64_t deadline, const volatile int *cancel,
+		     char *why, size_t whylen)
+{
+	c->tls = tls_conn_new(t->tls, c->fd, t->host);
+	if (!c->tls)
+		return -ENOMEM;
+	for (;;) {
+		int rv = tls_handshake(c->tls), err;
+
+		if (rv == 0)
+			return 0;
+		if (!tls_wait(rv)) {
+			snprintf(why, whylen, "TLS with %s: %s", t->hostport, tls_why(c->tls));
+			return -EPROTO;
+		}
+		err = wait_fd(c->fd, tls_wait(rv), deadline, cancel);
+		if (err)
+			return err;
+	}
+}
+
+/* Bytes sent, 0 when it would block (*@wait: the events), or a negative errno. */
+static ssize_t conn_send(struct conn *c, const void *buf, size_t len, short *wait)
+{
+	ssize_t n;
+
+	if (c->tls) {
+		n = tls_send(c->tls, buf, len);
+		*wait = tls_wait(n);
+		return n > 0 ? n : *wait ? 0 : -EPROTO;
+	}
+	n = send(c->fd, buf, len, MSG_NOSIGNAL);
+	*wait = POLLOUT;
+	return n > 0 ? n : n < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/* Bytes read, 0 at the end, -EAGAIN when it would block (*@wait: the events), or a negative errno. */
+static ssize_t conn_recv(struct conn *c, void *buf, size_t len, short *wait)
+{
+	ssize_t n;
+
+	if (c->tls) {
+		n = tls_recv(c->tls, buf, len);
+		*wait = tls_wait(n);
+		return n >= 0 ? n : *wait ? -EAGAIN : -EPROTO;
+	}
+	n = recv(c->fd, buf, len, 0);
+	*wait = POLLIN;
+	return n >= 0 ? n : errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+}
+
+static int send_all(struct conn *c, const void *buf, size_t len, uint64_t deadline, const volatile int *cancel)
 {
 	size_t off = 0;
 
 	while (off < len) {
-		ssize_t n = send(fd, (const char *)buf + off, len - off, MSG_NOSIGNAL);
+		short wait;
+		ssize_t n = conn_send(c, (const char *)buf + off, len - off, &wait);
 		int err;
 
+		if (n < 0)
+			return (int)n;
 		if (n > 0) {
 			off += (size_t)n;
 			continue;
 		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return -errno;
-		err = wait_fd(fd, POLLOUT, deadline, cancel);
+		err = wait_fd(c->fd, wait, deadline, cancel);
 		if (err)
 			return err;
 	}
@@ -180,14 +258,15 @@ static int send_all(int fd, const void *buf, size_t len, uint64_t deadline, cons
 }
 
 /* Reads until the server closes; keeps the first REPLY_KEEP - 1 bytes in @buf. */
-static int recv_all(int fd, char *buf, size_t *kept, uint64_t deadline, const volatile int *cancel)
+static int recv_all(struct conn *c, char *buf, size_t *kept, uint64_t deadline, const volatile int *cancel)
 {
 	char sink[4096];
 
 	*kept = 0;
 	for (;;) {
 		size_t room = REPLY_KEEP - 1 - *kept;
-		ssize_t n = room ? recv(fd, buf + *kept, room, 0) : recv(fd, sink, sizeof(sink), 0);
+		short wait;
+		ssize_t n = room ? conn_recv(c, buf + *kept, room, &wait) : conn_recv(c, sink, sizeof(sink), &wait);
 		int err;
 
 		if (n == 0)
@@ -196,9 +275,11 @@ static int recv_all(int fd, char *buf, size_t *kept, uint64_t deadline, const vo
 			*kept += room ? (size_t)n : 0;
 			continue;
 		}
-		if (errno != EAGAIN && errno != EINTR)
-			return -errno;
-		err = wait_fd(fd, POLLIN, deadline, cancel);
+		if (n != -EAGAIN)
+			return (int)n;
+		if (c->tls && tls_pending(c->tls))
+			continue;
+		err = wait_fd(c->fd, wait, deadline, cancel);
 		if (err)
 			return err;
 	}
@@ -232,8 +313,9 @@ int http_post(const struct http_target *t, const char *path, const char *headers
 {
 	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000;
 	char head[2048], *buf = NULL;
+	struct conn c = { .fd = -1 };
 	size_t kept;
-	int fd, err, n;
+	int err, n;
 
 	n = snprintf(head, sizeof(head),
 		     "POST %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: aperture/%s\r\nConnection: close\r\n"
@@ -243,23 +325,28 @@ int http_post(const struct http_target *t, const char *path, const char *headers
 		snprintf(why, whylen, "request head too long");
 		return -E2BIG;
 	}
-	fd = connect_target(t, deadline, cancel, why, whylen);
-	if (fd < 0)
-		return fd;
+	c.fd = connect_target(t, deadline, cancel, why, whylen);
+	if (c.fd < 0)
+		return c.fd;
+	why[0] = '\0';
 	buf = malloc(REPLY_KEEP);
 	err = buf ? 0 : -ENOMEM;
+	if (!err && t->https)
+		err = handshake(&c, t, deadline, cancel, why, whylen);
 	if (!err)
-		err = send_all(fd, head, (size_t)n, deadline, cancel);
+		err = send_all(&c, head, (size_t)n, deadline, cancel);
 	if (!err)
-		err = send_all(fd, body, len, deadline, cancel);
+		err = send_all(&c, body, len, deadline, cancel);
 	if (!err)
-		err = recv_all(fd, buf, &kept, deadline, cancel);
-	if (err)
+		err = recv_all(&c, buf, &kept, deadline, cancel);
+	if (err && !why[0])
 		snprintf(why, whylen, "%s: %s", t->hostport, err == -ETIMEDOUT ? "no answer within the deadline"
-			 : strerror(-err));
-	else
+			 : err == -EPROTO && c.tls ? tls_why(c.tls) : strerror(-err));
+	else if (!err)
 		err = parse_reply(buf, reply, why, whylen);
 	free(buf);
-	close(fd);
+	if (c.tls)
+		tls_conn_free(c.tls);
+	close(c.fd);
 	return err;
 }

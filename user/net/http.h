@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A small HTTP/1.1 client for one POST at a time: plain TCP only (an https
- * URL is refused when parsed), one connection per request ("Connection:
+ * A small HTTP/1.1 client for one POST at a time: plain TCP, or TLS (tls.h,
+ * ALPN http/1.1) for an https URL, one connection per request ("Connection:
  * close"), every step bounded by the request's deadline, never a blocking
  * socket call after the name lookup.
  */
@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "tls.h"
 
 /* Where to send: from "http://HOST[:PORT][/PREFIX]". */
 struct http_target {
@@ -17,6 +18,8 @@ struct http_target {
 	char port[8];
 	char prefix[256];		/* the URL's path, no trailing '/'; "" for none */
 	char hostport[272];		/* the Host header */
+	bool https;
+	struct tls_config *tls;		/* https: set by http_target_tls */
 };
 
 struct http_reply {
@@ -26,6 +29,9 @@ struct http_reply {
 
 /* Parses @url; false after one line naming @what (e.g. "--pyroscope"). */
 bool http_target_parse(struct http_target *t, const char *url, const char *what);
+/* For an https target: the TLS settings (CA file, NULL: the system's bundle); false after one line. */
+bool http_target_tls(struct http_target *t, const char *ca_file);
+void http_target_free(struct http_target *t);
 
 /*
  * POSTs @body (@len bytes) to @path (starting with '/', query included,
