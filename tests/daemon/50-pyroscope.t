@@ -6,8 +6,9 @@
 # `go tool pprof`, with cpuburn's 50/30/20 on-CPU split; basic auth and the
 # tenant header on every push; an unreachable server is one line, retried,
 # bounded by the spool (oldest dropped, said), kept in the ledger across a
-# restart; a server that never answers does not hold the stop; bad options
-# are one line and exit 2.
+# restart; a server that never answers does not hold the stop; a wrong tenant
+# (401) is one line and keeps the data; https works with a test CA and is one
+# line with the wrong one; bad options are one line and exit 2.
 . "$(dirname "$0")/../lib.sh"
 require_root
 require_aperture
