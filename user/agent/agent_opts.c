@@ -145,30 +145,6 @@ static bool parse_seconds(const char *what, const char *arg, uint64_t *ms)
 	return true;
 }
 
-static bool parse_size(const char *what, const char *arg, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	int shift = 0;
-
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (*end == 'K' || *end == 'k')
-		shift = 10;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20;
-	else if (*end == 'G' || *end == 'g')
-		shift = 30;
-	if (shift)
-		end++;
-	if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > (1ull << 40) >> shift) {
-		log_error("%s: '%s' is not a size (e.g. 16M)", what, arg);
-		return false;
-	}
-	*out = (uint64_t)v << shift;
-	return true;
-}
-
 /* The first line of @path, surrounding white space removed. */
 static char *read_token_file(const char *path)
 {

@@ -86,6 +86,18 @@ void spool_send(struct spool *s, struct oap *oap)
 		oap_call_idle(oap, CALL_COLLECT);	/* nothing waits: no upload outage */
 }
 
+bool spool_drain(struct spool *s, spool_sender send, void *ctx)
+{
+	while (s->head) {
+		enum spool_verdict v = send(ctx, &s->head->msgs);
+
+		if (v == SPOOL_RETRY)
+			return false;
+		spool_forget_head(s);	/* sent, or refused: the sender counts refusals, not the spool */
+	}
+	return true;
+}
+
 void spool_log_losses(const struct spool *s, const char *oap_addr)
 {
 	if (s->head) {

@@ -10,6 +10,7 @@
  * lets the stacks no count refers to any more be collected.
  */
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -27,6 +28,7 @@
 #include "jvm_perfmap.h"
 #include "outdir.h"
 #include "pin.h"
+#include "pyroscope.h"
 #include "profiler.h"
 #include "run.h"
 #include "settings.h"
@@ -34,6 +36,8 @@
 #include "util.h"
 
 #define MAX_PIDS 256
+#define MAX_OUTPUTS 2
+#define STATE_DIR_DEFAULT "/var/lib/aperture"
 #define DRAIN_EVERY_NS 1000000000ull	/* generations drained each second */
 /* Stacks collected at most this often: a pass walks the stacks and totals maps key by key. */
 #define COLLECT_EVERY_NS 5000000000ull
@@ -50,11 +54,14 @@ struct daemon_opts {
 	uint64_t keep_files;
 	uint64_t keep_mb;
 	uint64_t jvm_perfmap_s;		/* --jvm-perfmap[=S]: 0 off */
+	struct pyroscope_opts pyro;	/* --pyroscope URL ... */
 };
 
 enum {
 	OPT_PIN = 256, OPT_UNPIN, OPT_RESET, OPT_HELP, OPT_OUTPUT_DIR, OPT_OUTPUT_FORMAT, OPT_INTERVAL,
 	OPT_KEEP_FILES, OPT_KEEP_MB, OPT_JVM_PERFMAP,
+	OPT_PYROSCOPE, OPT_PYROSCOPE_APP, OPT_LABEL, OPT_PYROSCOPE_AUTH, OPT_PYROSCOPE_TENANT, OPT_STATE_DIR,
+	OPT_PYROSCOPE_CA, OPT_PYROSCOPE_SPOOL,
 };
 
 #define DAEMON_PROFILER_OPTIONS (CLI_TARGETS | CLI_KIND_FLAGS | CLI_KIND_OPTIONS | CLI_CAPS)
@@ -69,6 +76,14 @@ static const struct option daemon_options[] = {
 	{ "keep-files", required_argument, NULL, OPT_KEEP_FILES },
 	{ "keep-mb", required_argument, NULL, OPT_KEEP_MB },
 	{ "jvm-perfmap", optional_argument, NULL, OPT_JVM_PERFMAP },
+	{ "pyroscope", required_argument, NULL, OPT_PYROSCOPE },
+	{ "pyroscope-app", required_argument, NULL, OPT_PYROSCOPE_APP },
+	{ "label", required_argument, NULL, OPT_LABEL },
+	{ "pyroscope-auth-file", required_argument, NULL, OPT_PYROSCOPE_AUTH },
+	{ "pyroscope-tenant-file", required_argument, NULL, OPT_PYROSCOPE_TENANT },
+	{ "pyroscope-ca", required_argument, NULL, OPT_PYROSCOPE_CA },
+	{ "pyroscope-spool-size", required_argument, NULL, OPT_PYROSCOPE_SPOOL },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -84,14 +99,14 @@ struct daemon_run {
 	struct profiler *profs[PROFILER_MAX];
 	int nprofs;
 	bool took_over;			/* a pinned set was there: this daemon applies its settings to it */
-	/* --output-dir only */
+	/* with outputs (--output-dir, --pyroscope) only */
 	struct symbolizer *sym;
 	struct profile profiles[PROFILER_MAX];
 	struct outdir out;
+	struct daemon_output { const struct output_ops *ops; void *state; } outputs[MAX_OUTPUTS];
+	int noutputs;
 	uint64_t interval_start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t next_collect_ns;	/* the next pass of the stacks' garbage collector */
-	uint64_t files_written;
-	uint64_t write_errors;
 	/* the last interval's counters, for deltas */
 	uint64_t last_stats[PROFILER_MAX][STAT_MAX];
 	struct jvm_perfmap *jvm;	/* --jvm-perfmap: its own thread */
@@ -139,6 +154,15 @@ static void usage(FILE *out)
 "      --interval S         seconds per file and per health line: 60, 60s, 5m, 1h (default 60s)\n"
 "      --keep-files N       keep the newest N files of each kind (default 0: no limit)\n"
 "      --keep-mb M          keep at most M MiB of each kind's files (default 0: no limit)\n"
+"      --pyroscope URL      push each interval's profiles to Grafana Pyroscope (http[s]://HOST:PORT)\n"
+"      --pyroscope-app NAME the application name (default aperture)\n"
+"      --label KEY=VALUE    a Pyroscope label of every profile (repeatable)\n"
+"      --pyroscope-auth-file FILE    USER:PASSWORD for basic auth, first line\n"
+"      --pyroscope-tenant-file FILE  the tenant (X-Scope-OrgID header), first line\n"
+"      --pyroscope-ca FILE  https: the CA bundle (PEM) that signed the server (default: the system's)\n"
+"      --pyroscope-spool-size BYTES  profiles kept while Pyroscope is away (default 16M)\n"
+"      --state-dir DIR      the ledger of unsent profiles (default $APERTURE_STATE_DIR or\n"
+"                           " STATE_DIR_DEFAULT ")\n"
 "      --config FILE        settings as key = value lines; flags override them\n"
 "      --check-config       print the effective settings and where each came from, then exit 0 (2: bad)\n"
 "      --log-format F       text (default) or json (one {ts, level, msg} object per line)\n"
@@ -164,6 +188,40 @@ static bool parse_interval(const char *arg, uint64_t *seconds)
 	return true;
 }
 
+static bool pyroscope_option(struct pyroscope_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case OPT_PYROSCOPE:
+		o->url = arg;
+		return true;
+	case OPT_PYROSCOPE_APP:
+		o->app = arg;
+		return true;
+	case OPT_LABEL:
+		if (o->nlabels == PYROSCOPE_MAX_LABELS) {
+			log_error("--label: at most %d", PYROSCOPE_MAX_LABELS);
+			return false;
+		}
+		o->labels[o->nlabels++] = arg;
+		return true;
+	case OPT_PYROSCOPE_AUTH:
+		o->auth_file = arg;
+		return true;
+	case OPT_PYROSCOPE_TENANT:
+		o->tenant_file = arg;
+		return true;
+	case OPT_PYROSCOPE_CA:
+		o->ca_file = arg;
+		return true;
+	case OPT_STATE_DIR:
+		o->state_dir = arg;
+		return true;
+	case OPT_PYROSCOPE_SPOOL:
+		return parse_size("--pyroscope-spool-size", arg, &o->spool_bytes);
+	}
+	return false;
+}
+
 static bool daemon_option(struct daemon_opts *o, int c, const char *arg)
 {
 	switch (c) {
@@ -187,7 +245,7 @@ static bool daemon_option(struct daemon_opts *o, int c, const char *arg)
 		o->jvm_perfmap_s = JVM_PERFMAP_DEFAULT_S;
 		return !arg || parse_u64("--jvm-perfmap", arg, 1, 3600, &o->jvm_perfmap_s);
 	}
-	return false;
+	return pyroscope_option(&o->pyro, c, arg);
 }
 
 static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt *g);
@@ -205,6 +263,10 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 	o->dir = PIN_DEFAULT_DIR;
 	o->output_format = "pprof";
 	o->interval_s = 60;
+	o->pyro.app = "aperture";
+	o->pyro.spool_bytes = 16u << 20;
+	o->pyro.state_dir = getenv("APERTURE_STATE_DIR") ?: STATE_DIR_DEFAULT;
+	o->pyro.stop = &cli_stop;
 	cli_profiler_defaults(&o->prof);
 	o->prof.keep_totals = true;
 	o->prof.gc_stacks = true;	/* drained every second, totals kept: see daemon_loop */
@@ -235,6 +297,7 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 		case OPT_KEEP_FILES:
 		case OPT_KEEP_MB:
 		case OPT_JVM_PERFMAP:
+		case OPT_PYROSCOPE ... OPT_PYROSCOPE_SPOOL:
 			if (!daemon_option(o, c, optarg))
 				return EXIT_USAGE;
 			break;
@@ -257,6 +320,8 @@ static int parse_with(void *ctx, int argc, char **argv, const struct cli_getopt 
 			if (!profilers[i]->cli.opt_in)
 				o->prof.kinds |= 1u << profilers[i]->id;
 	if (!cli_profiler_check(&o->prof))
+		return EXIT_USAGE;
+	if (o->pyro.url && !pyroscope_check(&o->pyro))
 		return EXIT_USAGE;
 	o->prof.pids = o->pids;
 	return 0;
@@ -316,9 +381,11 @@ static void health_line(struct daemon_run *run, uint64_t misses, uint64_t frames
 	}
 	if (!say)
 		return;
-	if (run->o.output_dir)
-		usage_append(&line, "symbols missing: %" PRIu64 " of %" PRIu64 " frames; files: %" PRIu64
-			     " written, %" PRIu64 " failed; ", misses, frames, run->files_written, run->write_errors);
+	if (run->noutputs)
+		usage_append(&line, "symbols missing: %" PRIu64 " of %" PRIu64 " frames; ", misses, frames);
+	for (int i = 0; i < run->noutputs; i++)
+		if (run->outputs[i].ops->health)
+			run->outputs[i].ops->health(run->outputs[i].state, &line);
 	log_notice("interval %" PRIu64 "s: %soap: none (local daemon); spool: none", run->o.interval_s,
 		   line.text);
 }
@@ -375,7 +442,7 @@ static void drain_all(struct daemon_run *run)
 
 	for (int i = 0; i < run->nprofs; i++) {
 		struct profiler *p = run->profs[i];
-		int err = run->o.output_dir ? profiler_snapshot_into(p, &run->profiles[i])
+		int err = run->noutputs ? profiler_snapshot_into(p, &run->profiles[i])
 					    : profiler_snapshot(p, drop_record, NULL);
 
 		if (err)	/* the counts stay in the kernel's generation: the next drain takes them */
@@ -387,16 +454,19 @@ static void drain_all(struct daemon_run *run)
 		run->next_collect_ns = now + COLLECT_EVERY_NS;
 }
 
+/* The interval starting at @now (CLOCK_MONOTONIC): its wall clock start is the last one's end, exactly. */
 static void start_profiles(struct daemon_run *run, uint64_t now)
 {
+	uint64_t wall = now_ns(CLOCK_REALTIME) - (now_ns(CLOCK_MONOTONIC) - now);
+
 	for (int i = 0; i < run->nprofs; i++) {
 		profiler_profile_init(run->profs[i], &run->profiles[i], run->sym);
-		run->profiles[i].time_ns = now_ns(CLOCK_REALTIME);
+		run->profiles[i].time_ns = wall;
 	}
 	run->interval_start_ns = now;
 }
 
-/* Writes each kind's profile of the interval ending @now, and starts the next. */
+/* Hands each kind's profile of the interval ending @now to every output, and starts the next. */
 static void write_profiles(struct daemon_run *run, uint64_t now, uint64_t *misses, uint64_t *frames)
 {
 	drain_all(run);
@@ -405,10 +475,8 @@ static void write_profiles(struct daemon_run *run, uint64_t now, uint64_t *misse
 
 		prof->duration_ns = now - run->interval_start_ns;
 		count_misses(prof, misses, frames);
-		if (outdir_write(&run->out, prof, time(NULL)) == 0)
-			run->files_written++;
-		else
-			run->write_errors++;
+		for (int o = 0; o < run->noutputs; o++)
+			run->outputs[o].ops->write(run->outputs[o].state, prof);
 		profile_free(prof);
 	}
 	symbolizer_trim(run->sym);	/* nothing refers to its frames until the next drain */
@@ -419,13 +487,31 @@ static void end_interval(struct daemon_run *run, uint64_t now)
 {
 	uint64_t misses = 0, frames = 0;
 
-	if (run->o.output_dir)
+	if (run->noutputs)
 		write_profiles(run, now, &misses, &frames);
 	health_line(run, misses, frames, true);
 	stats_line(run);
 }
 
 /* --- SIGHUP --- */
+
+static bool str_differ(const char *a, const char *b)
+{
+	return (a != NULL) != (b != NULL) || (a && strcmp(a, b));
+}
+
+/* The Pyroscope route's settings need a restart: it holds their connection, ledger and spool. */
+static bool pyroscope_changed(const struct pyroscope_opts *a, const struct pyroscope_opts *b)
+{
+	bool differ = str_differ(a->url, b->url) || str_differ(a->app, b->app) ||
+		      str_differ(a->auth_file, b->auth_file) || str_differ(a->tenant_file, b->tenant_file) ||
+		      str_differ(a->ca_file, b->ca_file) ||
+		      str_differ(a->state_dir, b->state_dir) || a->spool_bytes != b->spool_bytes || a->nlabels != b->nlabels;
+
+	for (int i = 0; !differ && i < a->nlabels; i++)
+		differ = strcmp(a->labels[i], b->labels[i]) != 0;
+	return differ;
+}
 
 /*
  * What this process cannot change while it runs (its pin directory, its
@@ -442,6 +528,8 @@ static void keep_own_fixed(const struct daemon_opts *now, struct daemon_opts *ne
 	if (strcmp(now->output_format, next->output_format))
 		changed_keys_add(keys, "--output-format %s (running: %s)", next->output_format,
 				 now->output_format);
+	if (pyroscope_changed(&now->pyro, &next->pyro))
+		changed_keys_add(keys, "--pyroscope and its options");
 	if (now->jvm_perfmap_s != next->jvm_perfmap_s)
 		changed_keys_add(keys, "--jvm-perfmap %" PRIu64 " (running: %" PRIu64 "; 0: off)",
 				 next->jvm_perfmap_s, now->jvm_perfmap_s);
@@ -449,6 +537,7 @@ static void keep_own_fixed(const struct daemon_opts *now, struct daemon_opts *ne
 	next->output_dir = now->output_dir;
 	next->output_format = now->output_format;
 	next->jvm_perfmap_s = now->jvm_perfmap_s;
+	next->pyro = now->pyro;
 }
 
 /*
@@ -563,6 +652,53 @@ static void watch_processes(struct profiler *p, void *ctx)
 	run_track(&run->run, run->o.pids, run->o.prof.npids);
 }
 
+static void *open_outdir(struct daemon_run *run)
+{
+	if (outdir_open(&run->out, run->o.output_dir, exporter_by_name(run->o.output_format)))
+		return NULL;
+	run->out.keep_files = run->o.keep_files;
+	run->out.keep_bytes = run->o.keep_mb << 20;
+	return &run->out;
+}
+
+static void *open_pyroscope(struct daemon_run *run)
+{
+	return pyroscope_open(&run->o.pyro);
+}
+
+/* The interval outputs: each kind's profile goes to every one the command line asks for. */
+static const struct {
+	const struct output_ops *ops;
+	size_t on;			/* offset of the option that turns it on (a string) in daemon_opts */
+	void *(*open)(struct daemon_run *run);	/* NULL after one line */
+} output_table[MAX_OUTPUTS] = {
+	{ &outdir_output, offsetof(struct daemon_opts, output_dir), open_outdir },
+	{ &pyroscope_output, offsetof(struct daemon_opts, pyro.url), open_pyroscope },
+};
+
+static int open_outputs(struct daemon_run *run)
+{
+	for (int i = 0; i < MAX_OUTPUTS; i++) {
+		void *state;
+
+		if (!*(const char *const *)((const char *)&run->o + output_table[i].on))
+			continue;
+		state = output_table[i].open(run);
+		if (!state)
+			return -EINVAL;
+		run->outputs[run->noutputs++] = (struct daemon_output){ output_table[i].ops, state };
+	}
+	return 0;
+}
+
+/* Between intervals: the outputs' own work (Pyroscope's retries). */
+static void poll_outputs(struct daemon_run *run, bool stopping)
+{
+	for (int i = 0; i < run->noutputs; i++)
+		if (run->outputs[i].ops->poll)
+			run->outputs[i].ops->poll(run->outputs[i].state, stopping);
+}
+
 static int daemon_start(struct daemon_run *run)
 {
 	struct daemon_opts *o = &run->o;
@@ -571,16 +707,11 @@ static int daemon_start(struct daemon_run *run)
 	for (int i = 0; profilers[i]; i++)
 		if (o->prof.kinds & (1u << profilers[i]->id))
 			run->ops[run->nprofs++] = profilers[i];
-	if (o->output_dir) {
-		err = outdir_open(&run->out, o->output_dir, exporter_by_name(o->output_format));
-		if (err)
-			return err;
-		run->out.keep_files = o->keep_files;
-		run->out.keep_bytes = o->keep_mb << 20;
-		run->sym = symbolizer_new(&o->prof.symbols);
-		if (!run->sym)
-			return -ENOMEM;
-	}
+	err = open_outputs(run);
+	if (err)
+		return err;
+	if (run->noutputs && !(run->sym = symbolizer_new(&o->prof.symbols)))
+		return -ENOMEM;
 	err = pin_start(o->dir, &run->run, run->ops, run->nprofs, &o->prof, run->profs, watch_processes, run);
 	if (err)
 		return err;
@@ -657,7 +788,8 @@ static void daemon_loop(struct daemon_run *run)
 		}
 		if (now >= interval_end) {
 			end_interval(run, now);
-			if (!run->o.output_dir)	/* with outputs, start_profiles moved the start */
+			poll_outputs(run, false);
+			if (!run->noutputs)	/* with outputs, start_profiles moved the start */
 				run->interval_start_ns = now;
 			continue;
 		}
@@ -667,10 +799,13 @@ static void daemon_loop(struct daemon_run *run)
 		}
 		wait_until(run, next_drain < interval_end ? next_drain : interval_end);
 		poll_profilers(run);
+		poll_outputs(run, false);
 	}
 	/* The partial last interval: what was counted since the last file is not lost. */
-	if (run->o.output_dir)
+	if (run->noutputs) {
 		end_interval(run, now_ns(CLOCK_MONOTONIC));
+		poll_outputs(run, true);
+	}
 }
 
 static void daemon_close(struct daemon_run *run)
@@ -686,8 +821,8 @@ static void daemon_close(struct daemon_run *run)
 		profiler_close(run->profs[i]);
 	}
 	run_close(&run->run);
-	if (run->o.output_dir)
-		outdir_close(&run->out);
+	for (int i = 0; i < run->noutputs; i++)
+		run->outputs[i].ops->close(run->outputs[i].state);
 	symbolizer_free(run->sym);
 }
 
@@ -728,6 +863,9 @@ int daemon_main(int argc, char **argv)
 	if (!err) {
 		log_notice("profiling; pinned under %s (aperture dump --pin %s)%s%s", o->dir, o->dir,
 			   o->output_dir ? "; profiles into " : "", o->output_dir ? o->output_dir : "");
+		if (o->pyro.url)
+			log_notice("pushing every %" PRIu64 "s to Pyroscope %s as %s", o->interval_s, o->pyro.url,
+				   o->pyro.app);
 		daemon_loop(&run);
 		log_notice("stopped; the programs keep running pinned under %s "
 			   "(`aperture run --unpin --pin %s` removes them)", o->dir, o->dir);

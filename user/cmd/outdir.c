@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,3 +255,34 @@ int outdir_write(struct outdir *d, const struct profile *prof, time_t when)
 	rotate(d, prof->kind);
 	return 0;
 }
+
+static int output_write(void *state, const struct profile *prof)
+{
+	struct outdir *d = state;
+	int err = outdir_write(d, prof, (time_t)((prof->time_ns + prof->duration_ns) / 1000000000ull));
+
+	if (err)
+		d->write_errors++;
+	else
+		d->files_written++;
+	return err;
+}
+
+static void output_health(void *state, struct usage_line *line)
+{
+	const struct outdir *d = state;
+
+	usage_append(line, "files: %" PRIu64 " written, %" PRIu64 " failed; ", d->files_written, d->write_errors);
+}
+
+static void output_close(void *state)
+{
+	outdir_close(state);
+}
+
+const struct output_ops outdir_output = {
+	.name = "output-dir",
+	.write = output_write,
+	.health = output_health,
+	.close = output_close,
+};

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "exporter.h"
+#include "output.h"
 
 struct outdir {
 	int dirfd;
@@ -19,6 +20,7 @@ struct outdir {
 	const struct exporter *exporter;
 	uint64_t keep_files;		/* per kind; 0: no limit */
 	uint64_t keep_bytes;		/* per kind; 0: no limit */
+	uint64_t files_written, write_errors;
 };
 
 /* Opens DIR (created 0700 when missing; a symlink is refused); 0 or a negative errno after one line. */
@@ -28,5 +30,8 @@ int outdir_write(struct outdir *d, const struct profile *prof, time_t when);
 /* The files and bytes of @kind now in the directory. */
 void outdir_usage(const struct outdir *d, const char *kind, uint64_t *files, uint64_t *bytes);
 void outdir_close(struct outdir *d);
+
+/* The daemon's interval output (state: an open struct outdir): a file per profile. */
+extern const struct output_ops outdir_output;
 
 #endif /* OUTDIR_H */

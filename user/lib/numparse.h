@@ -13,6 +13,8 @@
 
 /* Parses a decimal number in [min, max]; false (after a one-line error naming @what) if not. */
 bool parse_u64(const char *what, const char *arg, uint64_t min, uint64_t max, uint64_t *out);
+/* A size in bytes, "16M", "512K", "1G" or plain, in [1, 1 TiB]; false after a one-line error naming @what. */
+bool parse_size(const char *what, const char *arg, uint64_t *out);
 /* A number of microseconds, at least @min_us, into *@ns; false after a one-line error naming @what. */
 bool parse_us_as_ns(const char *what, const char *arg, uint64_t min_us, __u64 *ns);
 

@@ -36,8 +36,8 @@ static const char *const system_ca_bundles[] = {
 	"/etc/ssl/cert.pem",
 };
 
-/* gRPC is HTTP/2 only: a server that does not pick h2 cannot serve us. */
-static const char *alpn_protocols[] = { "h2", NULL };
+/* gRPC is HTTP/2 only (tls_opts.alpn NULL): a server that does not pick h2 cannot serve us. */
+#define ALPN_DEFAULT "h2"
 
 /*
  * TLS 1.2 with ephemeral ECDH only: AES-GCM and ChaCha20-Poly1305 first, then
@@ -71,6 +71,7 @@ struct tls_config {
 	mbedtls_x509_crt own_cert;
 	mbedtls_pk_context own_key;
 	bool skip_verify;
+	const char *alpn[2];		/* the protocol offered, NULL-terminated (mbedTLS keeps the pointer) */
 };
 
 struct tls_conn {
@@ -78,6 +79,7 @@ struct tls_conn {
 	int fd;
 	int sock_errno;			/* errno of a failed send/recv */
 	bool have_cert;			/* we have a client certificate to show */
+	const char *alpn;		/* the protocol the server must pick, if it picks one */
 	bool ip_literal;		/* host is an address: check the IP SANs ourselves */
 	unsigned char ip[16];
 	size_t ip_len;
@@ -167,7 +169,7 @@ static int setup_conf(struct tls_config *cfg)
 		rv = mbedtls_ssl_config_defaults(&cfg->conf, MBEDTLS_SSL_IS_CLIENT,
 						 MBEDTLS_SSL_TRANSPORT_STREAM, MBEDTLS_SSL_PRESET_DEFAULT);
 	if (!rv)
-		rv = mbedtls_ssl_conf_alpn_protocols(&cfg->conf, alpn_protocols);
+		rv = mbedtls_ssl_conf_alpn_protocols(&cfg->conf, cfg->alpn);
 	if (rv) {
 		mbed_why(why, sizeof(why), "cannot set up TLS", rv);
 		log_error("--tls: %s", why);
@@ -193,6 +195,7 @@ struct tls_config *tls_config_new(const struct tls_opts *o)
 	mbedtls_x509_crt_init(&cfg->own_cert);
 	mbedtls_pk_init(&cfg->own_key);
 	cfg->skip_verify = o->skip_verify;
+	cfg->alpn[0] = o->alpn ? o->alpn : ALPN_DEFAULT;
 	if (setup_conf(cfg))
 		goto fail;
 	if (o->skip_verify) {
@@ -261,6 +264,7 @@ struct tls_conn *tls_conn_new(struct tls_config *cfg, int fd, const char *host)
 		return NULL;
 	c->fd = fd;
 	c->have_cert = cfg->own_cert.version != 0;
+	c->alpn = cfg->alpn[0];
 	snprintf(c->host, sizeof(c->host), "%s", host);
 	mbedtls_ssl_init(&c->ssl);
 	rv = mbedtls_ssl_setup(&c->ssl, &cfg->conf);
@@ -343,7 +347,7 @@ static const char *alert_hint(unsigned char desc)
 	case MBEDTLS_SSL_ALERT_MSG_CERT_UNKNOWN:
 		return " (the server refused our --cert)";
 	case MBEDTLS_SSL_ALERT_MSG_NO_APPLICATION_PROTOCOL:
-		return " (no application protocol: the server does not offer h2)";
+		return " (no application protocol: the server does not offer ours)";
 	default:
 		return "";
 	}
@@ -399,8 +403,9 @@ static int check_session(struct tls_conn *c)
 	const mbedtls_x509_crt *peer;
 
 	/* No ALPN at all: a server that predates it; HTTP/2 with prior knowledge may still work. */
-	if (alpn && strcmp(alpn, "h2")) {
-		snprintf(c->why, sizeof(c->why), "server chose ALPN protocol '%s', not h2 (gRPC)", alpn);
+	if (alpn && strcmp(alpn, c->alpn)) {
+		snprintf(c->why, sizeof(c->why), "server chose ALPN protocol '%s', not %s%s", alpn, c->alpn,
+			 strcmp(c->alpn, ALPN_DEFAULT) ? "" : " (gRPC)");
 		return TLS_FAILED;
 	}
 	if (!c->ip_literal)

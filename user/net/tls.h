@@ -22,6 +22,7 @@ struct tls_opts {
 	const char *cert_file;		/* client certificate (mutual TLS), PEM; or NULL */
 	const char *key_file;		/* its private key, PEM; with cert_file */
 	bool skip_verify;		/* no certificate or name check at all */
+	const char *alpn;		/* the one ALPN protocol offered and accepted; NULL: "h2" (gRPC) */
 };
 
 enum { TLS_WANT_READ = -1001, TLS_WANT_WRITE = -1002, TLS_FAILED = -1003 };
