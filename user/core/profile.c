@@ -9,6 +9,9 @@
 #include "profile.h"
 #include "util.h"
 
+/* A tsearch node (the key pointer and two children) as the heap holds it: the tree hides them. */
+#define TREE_NODE_BYTES 32
+
 /* What identifies a sample: the raw kernel key.  Stack ids are stable hashes. */
 struct sample_ref {
 	uint32_t tgid;
@@ -79,6 +82,7 @@ void profile_free(struct profile *p)
 	p->samples = NULL;
 	p->index = NULL;
 	p->nsamples = p->cap = 0;
+	p->bytes = p->samples_bytes = 0;
 }
 
 /*
@@ -126,6 +130,8 @@ static char *object_name(struct profile *p, const struct profile_sample *s, cons
 	ref->name = strdup(name);
 	if (!ref->name || !tsearch(ref, &p->object_names, object_cmp))
 		object_ref_free(ref);	/* only the reuse is lost */
+	else
+		p->bytes += heap_bytes(ref) + heap_bytes(ref->name) + TREE_NODE_BYTES;
 	return name;
 }
 
@@ -235,6 +241,9 @@ static struct profile_sample *sample_new(struct profile *p)
 
 		if (!grown)
 			return NULL;
+		p->bytes -= p->samples_bytes;
+		p->samples_bytes = heap_bytes(grown);
+		p->bytes += p->samples_bytes;
 		p->samples = grown;
 		p->cap = cap;
 	}
@@ -285,6 +294,7 @@ int profile_add(struct profile *p, const struct profile_record *r)
 		return err ? err : -ENOMEM;
 	}
 	sample_note_jit(s, now_ns(CLOCK_MONOTONIC));
+	p->bytes += heap_bytes(ref) + TREE_NODE_BYTES + heap_bytes(s->frames) + heap_bytes(s->object_name);
 add:
 	for (int i = 0; i < p->nvalues; i++)
 		s->values[i] += r->values[i];

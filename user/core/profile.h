@@ -84,6 +84,8 @@ struct profile {
 	size_t cap;
 	void *index;			/* tsearch root: raw key -> sample index */
 	void *object_names;		/* tsearch root: (tgid, object) -> the first name it got */
+	size_t bytes;			/* what all of the above takes on the heap (util.h heap_bytes) */
+	size_t samples_bytes;		/* of it, the samples array */
 };
 
 void profile_init(struct profile *p, const char *kind, const char *title, struct symbolizer *sym);

@@ -55,6 +55,26 @@ static int cmp_sym(const void *a, const void *b)
 	return (x->name_off > y->name_off) - (x->name_off < y->name_off);
 }
 
+/*
+ * A table is kept for the run (kallsyms: 122k symbols, 6 MB): the room
+ * doubling left (up to half of it) goes back.  A failed shrink keeps the
+ * bigger block.
+ */
+static void shrink_to_fit(struct symtab *tab)
+{
+	struct sym *syms = realloc(tab->syms, tab->nsyms * sizeof(*tab->syms));
+	char *pool = tab->pool_len ? realloc(tab->pool, tab->pool_len) : NULL;
+
+	if (syms) {
+		tab->syms = syms;
+		tab->cap = tab->nsyms;
+	}
+	if (pool) {
+		tab->pool = pool;
+		tab->pool_cap = tab->pool_len;
+	}
+}
+
 void symtab_finish(struct symtab *tab)
 {
 	size_t i, kept = 0;
@@ -79,6 +99,7 @@ void symtab_finish(struct symtab *tab)
 		gap = i + 1 < kept ? tab->syms[i + 1].start - s->start : 1;
 		s->size = gap > UINT32_MAX ? UINT32_MAX : (uint32_t)gap;
 	}
+	shrink_to_fit(tab);
 }
 
 const struct sym *symtab_find(const struct symtab *tab, uint64_t addr)
