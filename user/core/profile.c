@@ -218,8 +218,8 @@ static int sample_symbolize(struct profile *p, struct profile_sample *s,
 		s->nuser = 1;
 	if (kernel_lost)
 		s->nkernel = 1;
-	n = s->nkernel + s->nuser + 1;
-	s->frames = calloc(n, sizeof(*s->frames));
+	n = s->nkernel + s->nuser + named;	/* the object's slot only for a kind that names one */
+	s->frames = calloc(n ? n : 1, sizeof(*s->frames));
 	if (!s->frames)
 		return -ENOMEM;
 	first_kernel = k;	/* after the object's slot: the namer reads the kernel frames */
