@@ -706,6 +706,9 @@ static void daemon_loop(struct daemon_run *run)
 			drain_all(run);
 			next_drain = now + DRAIN_EVERY_NS;
 			if (profiles_bytes(run) > PROFILES_MAX_BYTES) {
+				log_notice("the interval's profiles hold over %llu KiB: written after %" PRIu64
+					   " s (the interval line below says the configured length)",
+					   PROFILES_MAX_BYTES >> 10, (now - run->interval_start_ns) / 1000000000);
 				run->early_writes++;
 				end_interval(run, now);
 				continue;
