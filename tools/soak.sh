@@ -54,7 +54,9 @@ cleanup() {
 	[ -n "$DAEMON" ] && kill -9 "$DAEMON" 2>/dev/null
 	wait 2>/dev/null
 	[ "$MODE" = pin ] && "$APERTURE" run --unpin --pin "$PIN" >/dev/null 2>&1
-	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null
+	# the fork storm's last children leave the cgroup a moment after their parents: rmdir waits
+	local i
+	for ((i = 0; i < 50; i++)); do [ -z "$CG" ] || [ ! -d "$CG" ] || rmdir "$CG" 2>/dev/null && break; sleep 0.1; done
 	rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -57,6 +57,8 @@ ok "the agent is alive" kill -0 "$AGENT"
 kill -USR1 "$AGENT"
 ok "SIGUSR1: a stats line (processes, tasks, spool)" \
 	wait_for "stats: .*selected processes 1/.*tasks 0; spool 0/16777216 bytes" "$TMP/agent.log"
+ok "  with the heap by holder" \
+	grep -Eq "stats: .*memory KiB: symbol files [0-9]+,.*kallsyms [0-9]+,.*unwind [0-9]+, spool 0, other -?[0-9]+ of [0-9]+ in use" "$TMP/agent.log"
 kill -TERM "$AGENT"
 wait "$AGENT"
 is "SIGTERM: exits 0" "$?" 0

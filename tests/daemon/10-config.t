@@ -122,6 +122,7 @@ is "  the targets unchanged" "$(targets)" "$B"
 ge "a health line per interval" "$(grep -c 'interval 1s: oncpu: ' "$TMP/daemon.err")" 2
 kill -USR1 "$DAEMON"; sleep 1
 ok "SIGUSR1: a stats line with caps and use" grep -Eq 'stats: oncpu: stacks [0-9]+/[0-9]+ totals [0-9]+/[0-9]+ .*rss [0-9]+ KiB, [0-9]+ fds' "$TMP/daemon.err"
+ok "  with the heap by holder" grep -Eq 'stats: .*memory KiB: .*unwind [0-9]+, profiles [0-9]+, other -?[0-9]+ of [0-9]+ in use' "$TMP/daemon.err"
 kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null; rc=$?
 is "SIGTERM: exit 0" "$rc" 0
 "$APERTURE" run --unpin --pin "$DIR" >/dev/null 2>&1

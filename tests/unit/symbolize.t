@@ -149,6 +149,34 @@ is "  under the limit, the live process is kept" "$(field "$(trims 2 | tr ' ' '\
 is "exited: kept at the first trim" "$(field "$(trims 3 | tr ' ' '\t')" procs)" 1
 is "  forgotten at the second" "$(field "$(trims 4 | tr ' ' '\t')" procs)" 0
 
+# --- memory by holder (the stats line's "memory KiB: symbol files .., kallsyms .."): what the
+# symbolizer counts for a table grows by what the allocator hands out for it (mallinfo2), within 5%
+# (kallsyms, 6 MB here) and 10% (libc's .dynsym, 300 KB: libelf's own blocks come and go with it).
+# mem_field LINE KEY: KEY=N of a "memory heap=N files=N ..." line
+mem_field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+# within WHAT COUNTED_BEFORE COUNTED_AFTER HEAP_BEFORE HEAP_AFTER PERCENT
+within() {
+	local counted=$(($3 - $2)) heap=$(($5 - $4))
+	diag "$1: counted $counted bytes, the heap grew $heap"
+	ok "$1: counted within $6% of the heap's growth" \
+		test "$heap" -gt 0 -a $((100 * (counted > heap ? counted - heap : heap - counted))) -le $(($6 * heap))
+}
+if [ -n "$ksched" ]; then
+	out=$("$SYMTEST" memory kernel "$ksched" memory)
+	m1=$(printf '%s\n' "$out" | grep '^memory' | sed -n 1p) m2=$(printf '%s\n' "$out" | grep '^memory' | sed -n 2p)
+	within "kallsyms" "$(mem_field "$m1" kernel)" "$(mem_field "$m2" kernel)" \
+		"$(mem_field "$m1" heap)" "$(mem_field "$m2" heap)" 5
+else
+	fail "kallsyms: counted" "no kernel addresses in /proc/kallsyms"
+fi
+start memlib "$WL/apsym_lib" || fail "apsym_lib started"
+libc=$(awk '/\/libc[.-]/ && $2 ~ /x/ { split($1, r, "-"); print "0x" r[1]; exit }' "/proc/$PID/maps")
+out=$("$SYMTEST" track "$PID" memory user "$PID" "$(hex_add "${libc:-0}" 4096)" memory)
+reap "$PID"
+m1=$(printf '%s\n' "$out" | grep '^memory' | sed -n 1p) m2=$(printf '%s\n' "$out" | grep '^memory' | sed -n 2p)
+within "libc's symbol table" $(($(mem_field "$m1" files) + $(mem_field "$m1" names))) \
+	$(($(mem_field "$m2" files) + $(mem_field "$m2" names))) "$(mem_field "$m1" heap)" "$(mem_field "$m2" heap)" 10
+
 # --- memory: every allocation freed, no invalid access
 if command -v valgrind >/dev/null; then
 	vg() {

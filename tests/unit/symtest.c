@@ -10,10 +10,14 @@
  *   limit BYTES          -> the cache limit (symbolizer_apply), no output
  *   trim                 -> symbolizer_trim, then "trim bytes=N procs=N files=N
  *                           procs_dropped=N files_dropped=N tables_unloaded=N"
+ *   memory               -> "memory heap=N files=N procs=N names=N kernel=N": the
+ *                           allocator's bytes in use (mallinfo2) and what the
+ *                           symbolizer counts for each holder
  * Fields are tab-separated so names may hold spaces.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +79,16 @@ static void print_trim(struct symbolizer *sym)
 	       u.files_dropped, u.tables_unloaded);
 }
 
+static void print_memory(const struct symbolizer *sym)
+{
+	struct mallinfo2 mi = mallinfo2();
+	struct sym_usage u;
+
+	symbolizer_usage(sym, &u);
+	printf("memory heap=%zu files=%zu procs=%zu names=%zu kernel=%zu\n", mi.uordblks + mi.hblkhd,
+	       u.file_bytes, u.proc_bytes, u.name_bytes + u.mapping_bytes, u.kernel_bytes);
+}
+
 static int need(int i, int n, int argc, const char *op)
 {
 	if (i + n < argc)
@@ -91,6 +105,10 @@ static int run_op(struct symbolizer *sym, int argc, char **argv, int i)
 
 	if (!strcmp(op, "mappings")) {
 		print_mappings(sym);
+		return 0;
+	}
+	if (!strcmp(op, "memory")) {
+		print_memory(sym);
 		return 0;
 	}
 	if (!strcmp(op, "trim")) {

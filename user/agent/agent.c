@@ -74,6 +74,23 @@ static void consume_events(struct agent *a)
 			ring_buffer__consume(a->prof[k].run.events);
 }
 
+/* "memory KiB: ...": the symbolizer's holders, each kind's unwinder, the spool (usage.h). */
+static void memory_parts(const struct agent *a, struct usage_line *line)
+{
+	struct usage_part parts[USAGE_SYMBOL_PARTS + 2];
+	size_t n = usage_symbol_parts(a->sym, parts), held, build_peak, peak = 0;
+
+	parts[n] = (struct usage_part){ "unwind", 0 };
+	for (int k = 0; k < PROFILER_MAX; k++) {
+		run_unwind_bytes(&a->prof[k].run, &held, &build_peak);
+		parts[n].bytes += held;
+		peak = build_peak > peak ? build_peak : peak;
+	}
+	parts[++n] = (struct usage_part){ "spool", a->spool.bytes };
+	usage_memory(line, parts, n + 1);
+	usage_append(line, " (freed since: the largest unwind table built %zu); ", peak >> 10);
+}
+
 /* Caps and use: every heartbeat (with -v) and on SIGUSR1. */
 static void stats_line(struct agent *a, bool asked)
 {
@@ -108,6 +125,7 @@ static void stats_line(struct agent *a, bool asked)
 			     " tasks answered, meters %" PRIu64 " sent, %" PRIu64 " dropped", a->cont.nwatch,
 			     a->cont.trips, a->cont.reports, a->cont.meters_sent, a->cont.meters_dropped);
 	usage_append(&line, "; ");
+	memory_parts(a, &line);
 	usage_process(&rss_kib, &fds);
 	(asked ? log_notice : log_info)("stats: %s(used/cap) rss %" PRIu64 " KiB, %" PRIu64 " fds",
 					line.text, rss_kib, fds);

@@ -26,6 +26,7 @@
 #include "record.h"
 #include "run.h"
 #include "symbolize.h"
+#include "usage.h"
 #include "util.h"
 
 #define MAX_PIDS 256
@@ -470,6 +471,19 @@ static void report_python(struct record_run *run)
 			" frames unnamed (code object unreadable or replaced)\n", usage.py_named, usage.py_unnamed);
 }
 
+/* What the heap holds at the end, by holder, with the profiles still built (usage.h). */
+static void report_memory(struct record_run *run)
+{
+	struct usage_line line = { .len = 0 };
+	uint64_t rss_kib, fds;
+	size_t build_peak;
+
+	usage_run_memory(&line, run->sym, &run->run, run->profiles, run->nprofs, &build_peak);
+	usage_process(&rss_kib, &fds);
+	fprintf(stderr, "aperture: %s; the largest unwind table built %zu (freed); rss %" PRIu64 " KiB\n",
+		line.text, build_peak >> 10, rss_kib);
+}
+
 static void report_stats(struct record_run *run)
 {
 	uint64_t stats[STAT_MAX];
@@ -496,6 +510,7 @@ static void report_stats(struct record_run *run)
 			run_unwind_report(&run->run, stderr);
 	}
 	report_python(run);
+	report_memory(run);
 	if (run->jvm) {
 		jvm_perfmap_stop(run->jvm);	/* its counts are final */
 		jvm_perfmap_report(run->jvm);

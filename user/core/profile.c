@@ -9,32 +9,81 @@
 #include "profile.h"
 #include "util.h"
 
-/* What identifies a sample: the raw kernel key.  Stack ids are stable hashes. */
-struct sample_ref {
+/* A tsearch node (the key pointer and two children) as the heap holds it: the tree hides them. */
+#define TREE_NODE_BYTES 32
+
+/*
+ * What identifies a sample: the raw kernel key (stack ids are stable hashes).
+ * The index is open addressing over sample numbers + 1 (0: an empty slot),
+ * at most half full: 8-16 bytes a sample where a tree took a node and a key
+ * copy (96); a fork storm's syscalls are tens of thousands of samples a minute.
+ */
+struct sample_id {
 	uint32_t tgid;
 	uint32_t pid;
 	uint64_t user_stack_id;
 	uint64_t kernel_stack_id;
 	uint64_t object;
 	char comm[16];
-	size_t index;	/* into profile.samples */
 };
 
-static int ref_cmp(const void *a, const void *b)
+static uint64_t mix(uint64_t h, uint64_t v)
 {
-	const struct sample_ref *x = a, *y = b;
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h;
+}
 
-	if (x->tgid != y->tgid)
-		return x->tgid < y->tgid ? -1 : 1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->user_stack_id != y->user_stack_id)
-		return x->user_stack_id < y->user_stack_id ? -1 : 1;
-	if (x->kernel_stack_id != y->kernel_stack_id)
-		return x->kernel_stack_id < y->kernel_stack_id ? -1 : 1;
-	if (x->object != y->object)
-		return x->object < y->object ? -1 : 1;
-	return memcmp(x->comm, y->comm, sizeof(x->comm));
+static uint64_t key_hash(const struct sample_id *k)
+{
+	uint64_t h = mix(0, ((uint64_t)k->tgid << 32) | k->pid), c[2];
+
+	memcpy(c, k->comm, sizeof(c));
+	h = mix(h, k->user_stack_id);
+	h = mix(h, k->kernel_stack_id);
+	h = mix(h, k->object);
+	h = mix(mix(h, c[0]), c[1]);
+	return h ^ (h >> 29);
+}
+
+static bool key_matches(const struct profile_sample *s, const struct sample_id *k)
+{
+	return s->tgid == k->tgid && s->pid == k->pid && s->user_stack_id == k->user_stack_id &&
+	       s->kernel_stack_id == k->kernel_stack_id && s->object == k->object &&
+	       !memcmp(s->comm, k->comm, sizeof(s->comm));
+}
+
+/* The slot holding @k's sample, or the empty one where it would go. */
+static uint32_t *index_slot(const struct profile *p, const struct sample_id *k)
+{
+	size_t mask = p->index_slots - 1, i = key_hash(k) & mask;
+
+	while (p->index[i] && !key_matches(&p->samples[p->index[i] - 1], k))
+		i = (i + 1) & mask;
+	return &p->index[i];
+}
+
+/* Twice the slots, every sample placed again; 0 or -ENOMEM (the old index kept). */
+static int index_grow(struct profile *p)
+{
+	size_t nslots = p->index_slots ? p->index_slots * 2 : 1024;
+	uint32_t *old = p->index, *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	p->bytes -= heap_bytes(old);
+	p->index = slots;
+	p->index_slots = nslots;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct profile_sample *s = &p->samples[i];
+		struct sample_id k = { .tgid = s->tgid, .pid = s->pid, .user_stack_id = s->user_stack_id,
+					.kernel_stack_id = s->kernel_stack_id, .object = s->object };
+
+		memcpy(k.comm, s->comm, sizeof(k.comm));
+		*index_slot(p, &k) = (uint32_t)i + 1;
+	}
+	free(old);
+	p->bytes += heap_bytes(slots);
+	return 0;
 }
 
 struct object_ref {
@@ -73,12 +122,14 @@ void profile_free(struct profile *p)
 		free(p->samples[i].object_name);
 	}
 	free(p->samples);
-	tdestroy(p->index, free);
+	free(p->index);
 	tdestroy(p->object_names, object_ref_free);
 	p->object_names = NULL;
 	p->samples = NULL;
 	p->index = NULL;
+	p->index_slots = 0;
 	p->nsamples = p->cap = 0;
+	p->bytes = p->samples_bytes = 0;
 }
 
 /*
@@ -126,6 +177,8 @@ static char *object_name(struct profile *p, const struct profile_sample *s, cons
 	ref->name = strdup(name);
 	if (!ref->name || !tsearch(ref, &p->object_names, object_cmp))
 		object_ref_free(ref);	/* only the reuse is lost */
+	else
+		p->bytes += heap_bytes(ref) + heap_bytes(ref->name) + TREE_NODE_BYTES;
 	return name;
 }
 
@@ -165,8 +218,8 @@ static int sample_symbolize(struct profile *p, struct profile_sample *s,
 		s->nuser = 1;
 	if (kernel_lost)
 		s->nkernel = 1;
-	n = s->nkernel + s->nuser + 1;
-	s->frames = calloc(n, sizeof(*s->frames));
+	n = s->nkernel + s->nuser + named;	/* the object's slot only for a kind that names one */
+	s->frames = calloc(n ? n : 1, sizeof(*s->frames));
 	if (!s->frames)
 		return -ENOMEM;
 	first_kernel = k;	/* after the object's slot: the namer reads the kernel frames */
@@ -235,6 +288,9 @@ static struct profile_sample *sample_new(struct profile *p)
 
 		if (!grown)
 			return NULL;
+		p->bytes -= p->samples_bytes;
+		p->samples_bytes = heap_bytes(grown);
+		p->bytes += p->samples_bytes;
 		p->samples = grown;
 		p->cap = cap;
 	}
@@ -244,47 +300,45 @@ static struct profile_sample *sample_new(struct profile *p)
 
 int profile_add(struct profile *p, const struct profile_record *r)
 {
-	struct sample_ref probe = {
+	struct sample_id key = {
 		.tgid = r->tgid, .pid = r->pid, .object = r->object,
 		.user_stack_id = r->user_stack_id, .kernel_stack_id = r->kernel_stack_id,
 	};
-	struct sample_ref **found, *ref;
 	struct profile_sample *s;
+	uint32_t *slot;
 	int err;
 
-	strncpy(probe.comm, r->comm, sizeof(probe.comm) - 1);
-	found = tfind(&probe, &p->index, ref_cmp);
-	if (found) {
-		s = &p->samples[(*found)->index];
+	strncpy(key.comm, r->comm, sizeof(key.comm) - 1);
+	if ((p->nsamples + 1) * 2 > p->index_slots && (p->nsamples >= UINT32_MAX - 1 || index_grow(p)))
+		return -ENOMEM;
+	slot = index_slot(p, &key);
+	if (*slot) {
+		s = &p->samples[*slot - 1];
 		if (s->jit_tried_ns)
 			sample_retry_jit(p, s);
 		goto add;
 	}
-	ref = malloc(sizeof(*ref));
-	s = ref ? sample_new(p) : NULL;
-	if (!s) {
-		free(ref);
+	s = sample_new(p);
+	if (!s)
 		return -ENOMEM;
-	}
-	*ref = probe;
-	ref->index = p->nsamples - 1;
 	s->tgid = r->tgid;
 	s->pid = r->pid;
-	memcpy(s->comm, probe.comm, sizeof(s->comm));
+	memcpy(s->comm, key.comm, sizeof(s->comm));
 	s->user_stack_id = r->user_stack_id;
 	s->kernel_stack_id = r->kernel_stack_id;
 	s->object = r->object;
 	s->nuser = r->nuser;
 	s->nkernel = r->nkernel;
 	err = sample_symbolize(p, s, r->user_ips, r->kernel_ips, r->raw);
-	if (err || !tsearch(ref, &p->index, ref_cmp)) {
+	if (err) {
 		free(s->frames);
 		free(s->object_name);
 		p->nsamples--;
-		free(ref);
-		return err ? err : -ENOMEM;
+		return err;
 	}
+	*slot = (uint32_t)p->nsamples;
 	sample_note_jit(s, now_ns(CLOCK_MONOTONIC));
+	p->bytes += heap_bytes(s->frames) + heap_bytes(s->object_name);
 add:
 	for (int i = 0; i < p->nvalues; i++)
 		s->values[i] += r->values[i];

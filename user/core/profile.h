@@ -82,8 +82,11 @@ struct profile {
 	struct profile_sample *samples;
 	size_t nsamples;
 	size_t cap;
-	void *index;			/* tsearch root: raw key -> sample index */
+	uint32_t *index;		/* raw key -> sample index + 1 (profile.c), index_slots of them */
+	size_t index_slots;
 	void *object_names;		/* tsearch root: (tgid, object) -> the first name it got */
+	size_t bytes;			/* what all of the above takes on the heap (util.h heap_bytes) */
+	size_t samples_bytes;		/* of it, the samples array */
 };
 
 void profile_init(struct profile *p, const char *kind, const char *title, struct symbolizer *sym);

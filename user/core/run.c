@@ -172,6 +172,13 @@ void run_track(struct run *run, const uint32_t *pids, int npids)
 	}
 }
 
+void run_unwind_bytes(const struct run *run, size_t *held, size_t *build_peak)
+{
+	*held = *build_peak = 0;
+	if (run->unwinder)
+		unwinder_bytes(run->unwinder, held, build_peak);
+}
+
 void run_unwind_report(const struct run *run, FILE *out)
 {
 	if (run->unwinder)

@@ -37,6 +37,8 @@ struct run {
 
 /* An empty run: no maps yet (the first profiler opened with it creates them). */
 void run_init(struct run *run);
+/* What the DWARF unwinder holds and the largest table it built (unwinder_bytes); 0 without one. */
+void run_unwind_bytes(const struct run *run, size_t *held, size_t *build_peak);
 /* Frees the reader, the unwinder and the shared fds; @run is empty again (run_init). */
 void run_close(struct run *run);
 

@@ -9,7 +9,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
+#include "profile.h"
 #include "profiler.h"
+#include "run.h"
 #include "symbolize.h"
 #include "usage.h"
 
@@ -81,6 +83,49 @@ void usage_process(uint64_t *rss_kib, uint64_t *fds)
 		*fds -= 3;	/* ".", ".." and the directory's own fd */
 		closedir(dir);
 	}
+}
+
+size_t usage_symbol_parts(const struct symbolizer *sym, struct usage_part *parts)
+{
+	struct sym_usage u;
+
+	if (!sym)
+		return 0;
+	symbolizer_usage(sym, &u);
+	parts[0] = (struct usage_part){ "symbol files", u.file_bytes };
+	parts[1] = (struct usage_part){ "symbol processes", u.proc_bytes };
+	parts[2] = (struct usage_part){ "symbol names", u.name_bytes + u.mapping_bytes };
+	parts[3] = (struct usage_part){ "kallsyms", u.kernel_bytes };
+	parts[4] = (struct usage_part){ "python names", u.py_bytes };
+	return USAGE_SYMBOL_PARTS;
+}
+
+void usage_memory(struct usage_line *line, const struct usage_part *parts, size_t nparts)
+{
+	struct mallinfo2 mi = mallinfo2();
+	size_t in_use = mi.uordblks + mi.hblkhd, counted = 0;
+
+	usage_append(line, "memory KiB:");
+	for (size_t i = 0; i < nparts; i++) {
+		usage_append(line, " %s %zu,", parts[i].name, parts[i].bytes >> 10);
+		counted += parts[i].bytes;
+	}
+	usage_append(line, " other %s%zu of %zu in use", counted > in_use ? "-" : "",
+		     (counted > in_use ? counted - in_use : in_use - counted) >> 10, in_use >> 10);
+}
+
+void usage_run_memory(struct usage_line *line, const struct symbolizer *sym, const struct run *run,
+		      const struct profile *profiles, int nprofiles, size_t *build_peak)
+{
+	struct usage_part parts[USAGE_SYMBOL_PARTS + 2];
+	size_t n = usage_symbol_parts(sym, parts);
+
+	parts[n].name = "unwind";
+	run_unwind_bytes(run, &parts[n++].bytes, build_peak);
+	parts[n] = (struct usage_part){ "profiles", 0 };
+	for (int i = 0; i < nprofiles; i++)
+		parts[n].bytes += profiles[i].bytes;
+	usage_memory(line, parts, n + 1);
 }
 
 void usage_heap(uint64_t *in_use_kib, uint64_t *free_kib, uint64_t *mmap_kib)

@@ -11,12 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct profile;
 struct profiler;
+struct run;
 struct symbolizer;
 
 /* A bounded line: appends stop (without overflow) when it is full. */
 struct usage_line {
-	char text[1024];
+	char text[2048];
 	size_t len;
 };
 void usage_append(struct usage_line *line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -33,5 +35,27 @@ void usage_process(uint64_t *rss_kib, uint64_t *fds);
  * chunks; so that RSS splits into what is in use and what is kept.
  */
 void usage_heap(uint64_t *in_use_kib, uint64_t *free_kib, uint64_t *mmap_kib);
+
+/* A holder of heap memory and the bytes its owner counts (each file keeps its own counter). */
+struct usage_part {
+	const char *name;
+	size_t bytes;
+};
+#define USAGE_SYMBOL_PARTS 5
+/* The symbolizer's holders (files' tables, processes' maps, ...) into @parts: how many (0: no @sym). */
+size_t usage_symbol_parts(const struct symbolizer *sym, struct usage_part *parts);
+/*
+ * "memory KiB: NAME N, ...; other N of N in use": each part, then what the
+ * heap has in use (mallinfo2) that no part counts (libbpf's objects, libelf,
+ * stdio): a part that stops counting what it holds shows up there.
+ */
+void usage_memory(struct usage_line *line, const struct usage_part *parts, size_t nparts);
+/*
+ * usage_memory for a run of profilers: its symbolizer's parts (@sym may be
+ * NULL), its DWARF unwinder's, and @nprofiles profiles being built (their
+ * samples and frames).  @build_peak: the largest unwind table built (freed).
+ */
+void usage_run_memory(struct usage_line *line, const struct symbolizer *sym, const struct run *run,
+		      const struct profile *profiles, int nprofiles, size_t *build_peak);
 
 #endif /* USAGE_H */

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +73,7 @@ static void log_json(const char *level, const char *msg)
 static void log_line(const char *level, const char *fmt, va_list ap)
 {
 	const char *context = log_context ? log_context() : NULL;
-	char line[1024];
+	char line[4096];	/* the daemon's stats line is about 1.5 KB */
 	int len = 0;
 
 	/* The context (a config file's FILE:LINE) says where the bad value came from. */
@@ -252,4 +253,9 @@ int array_reserve(void **arr, size_t *cap, size_t n, size_t size, size_t first)
 	*arr = grown;
 	*cap = grown_cap;
 	return 0;
+}
+
+size_t heap_bytes(const void *ptr)
+{
+	return ptr ? malloc_usable_size((void *)ptr) + sizeof(size_t) : 0;
 }

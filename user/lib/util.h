@@ -43,6 +43,12 @@ char *strdup_logged(const char *s);
  * *@arr unchanged.
  */
 int array_reserve(void **arr, size_t *cap, size_t n, size_t size, size_t first);
+/*
+ * What the heap gives @ptr (malloc'ed; NULL: 0): its usable size and the
+ * chunk's header, so that an owner's byte counter adds up to the allocator's
+ * own count (mallinfo2) and not only to what it asked for.
+ */
+size_t heap_bytes(const void *ptr);
 
 uint64_t now_ns(int clock);		/* clock_gettime in ns */
 bool str_ends_with(const char *s, const char *suffix);

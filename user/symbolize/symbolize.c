@@ -1244,6 +1244,12 @@ void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out)
 	pyframes_usage(sym->py, &py);
 	out->py_named = py.named;
 	out->py_unnamed = py.unnamed;
+	out->file_bytes = sym->file_bytes;
+	out->proc_bytes = sym->proc_bytes;
+	out->mapping_bytes = sym->mapping_bytes;
+	out->name_bytes = sym->names.bytes;
+	out->kernel_bytes = symtab_bytes(&sym->ksyms.tab);
+	out->py_bytes = py.bytes;
 }
 
 /* ---- teardown ---- */

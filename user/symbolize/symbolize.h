@@ -101,6 +101,13 @@ void symbolizer_trim(struct symbolizer *sym);
 
 struct sym_usage {
 	size_t bytes, limit;		/* what the caches take (estimated), the limit */
+	/* bytes, by what holds them: */
+	size_t file_bytes;		/* ELF files' symbol tables and paths */
+	size_t proc_bytes;		/* processes' copies of their maps, JIT symbols */
+	size_t mapping_bytes;		/* mappings handed out since the last trim */
+	size_t name_bytes;		/* names handed out since the last trim (demangled, module+0xOFF) */
+	size_t kernel_bytes;		/* kallsyms */
+	size_t py_bytes;		/* Python code objects' names */
 	size_t procs, procs_max;
 	size_t files, files_max;
 	uint64_t files_dropped;		/* no process mapped them, over the limit */

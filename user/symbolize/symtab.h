@@ -10,15 +10,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 16 bytes: kallsyms alone is 122k of them, kept for the run. */
 struct sym {
 	uint64_t start;
 	uint32_t size;		/* after symtab_finish: never 0 */
 	uint32_t name_off;	/* into the pool */
+};
+
+/* A symbol while the table is built: the rank picks one among those at an address. */
+struct sym_ranked {
+	struct sym sym;
 	uint32_t rank;		/* among symbols at one address the lowest rank wins */
 };
 
 struct symtab {
-	struct sym *syms;
+	struct sym_ranked *adding;	/* while built (cap of them); NULL after symtab_finish */
+	struct sym *syms;		/* after symtab_finish, sorted (cap of them) */
 	size_t nsyms, cap;
 	char *pool;
 	size_t pool_len, pool_cap;

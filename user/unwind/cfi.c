@@ -602,6 +602,11 @@ int cfi_table_build(Elf *elf, struct cfi_table *t)
 	return err;
 }
 
+size_t cfi_table_bytes(const struct cfi_table *t)
+{
+	return heap_bytes(t->rows) + heap_bytes(t->fde_starts) + heap_bytes(t->fde_ends);
+}
+
 void cfi_table_free(struct cfi_table *t)
 {
 	free(t->rows);

@@ -21,6 +21,8 @@ struct cfi_table {
 	size_t unsupported;		/* rows whose CFA rule the walk cannot follow (it stops there) */
 	size_t work;			/* steps taken to build it (see CFI_MAX_FILE_WORK) */
 };
+/* What @t's arrays take on the heap. */
+size_t cfi_table_bytes(const struct cfi_table *t);
 
 /*
  * The rows read from one function at most.  libdw replays an FDE's program

@@ -108,6 +108,7 @@ struct unwinder {
 	struct pywalker *py;		/* CPython processes (--python), or NULL */
 	/* for the report */
 	uint64_t eh_frame_bytes;
+	size_t build_peak_bytes;	/* the largest table built, while built */
 	uint64_t build_ns;
 	uint32_t files_without;		/* no .eh_frame (or none the walk can use) */
 	uint32_t files_refused;		/* over CFI_MAX_FILE_WORK steps to build: hostile or broken */
@@ -239,6 +240,22 @@ struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd, int 
 	}
 	u->worker_started = true;
 	return u;
+}
+
+void unwinder_bytes(struct unwinder *u, size_t *held, size_t *build_peak)
+{
+	size_t bytes = heap_bytes(u) + heap_bytes(u->scratch);
+
+	pthread_mutex_lock(&u->state_lock);
+	bytes += heap_bytes(u->files) + heap_bytes(u->procs) + heap_bytes(u->free_rows);
+	for (size_t i = 0; i < u->nprocs; i++)
+		bytes += heap_bytes(u->procs[i].files);
+	*build_peak = u->build_peak_bytes;
+	pthread_mutex_lock(&u->queue_lock);
+	bytes += heap_bytes(u->queue);
+	pthread_mutex_unlock(&u->queue_lock);
+	pthread_mutex_unlock(&u->state_lock);
+	*held = bytes;
 }
 
 void unwinder_free(struct unwinder *u)
@@ -421,6 +438,8 @@ static void file_build(struct unwinder *u, struct unwind_file *f, Elf *elf, cons
 	elf_build_id_hex(elf, f->build_id, sizeof(f->build_id));
 	err = cfi_table_build(elf, &t);
 	u->build_ns += now_ns(CLOCK_MONOTONIC) - start;
+	if (!err && cfi_table_bytes(&t) > u->build_peak_bytes)
+		u->build_peak_bytes = cfi_table_bytes(&t);
 	if (err == -E2BIG) {
 		u->files_refused++;
 		log_warn("unwind: no table for %s: over %zu steps to build (its .eh_frame is hostile or broken)",

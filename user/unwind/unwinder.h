@@ -46,6 +46,13 @@ int unwinder_track(struct unwinder *u, uint32_t tgid);
 /* Walks the frames of CPython processes too: writes their entries in @python_procs_fd (not taken). */
 void unwinder_set_python(struct unwinder *u, int python_procs_fd);
 
+/*
+ * What it holds on the heap now: its files and processes, their lists, the
+ * queue; and the largest table it built (freed once in the rows map: the
+ * high-water mark building adds).
+ */
+void unwinder_bytes(struct unwinder *u, size_t *held, size_t *build_peak);
+
 /* One line: files, rows, memory, .eh_frame read, build time, what did not fit or was not named. */
 void unwinder_report(struct unwinder *u, FILE *out);
 
