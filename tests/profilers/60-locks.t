@@ -83,9 +83,17 @@ is "--lock-side with a bad value exits 2" "$AP_RC" 2
 ap_ok "--locks -- lockburn pimutex" pi record --locks -d 30 -o "$TMP/pi.folded" -- "$WL/lockburn" pimutex 3 4
 want=$(kv "$TMP/pi.out" wait_ns)
 got=$(lock_weight "$TMP/pi.folded" '^pi_lock:pthread_mutex_pi$')
-diag "pi_lock: aperture ${got} ns, the threads measured ${want} ns"
+# The PI wait is timed from the sleep (README): futex_lock_pi's kernel spinlock waits before it
+# sleeps are their own kernel lock entries below __futex_lock_pi64 (paravirt spinlocks on these
+# VMs contend there: 0.2-2.4 s of a 10 s run), and part of the threads' own wait.  Without
+# them the PI entry alone was 3-30% short of the threads' wait; with them 2.5-3% (the call's
+# time on CPU around the sleep, which nothing times).
+inner=$(awk '/;__futex_lock_pi64;.*:spinlock [0-9]+$/ { t += $NF } END { printf "%.0f\n", t }' "$TMP/pi.folded")
+diag "pi_lock: aperture ${got} ns, and ${inner} ns of kernel spinlock waits inside its futex calls; the threads measured ${want} ns"
 ge "the PI threads waited" "${want:-0}" 500000000
-is_within "delay of pi_lock:pthread_mutex_pi = the threads' own wait (15%)" "$want" "$got" "$(( ${want:-0} * 15 / 100 ))"
+is_within "delay of pi_lock:pthread_mutex_pi and the kernel locks inside its futex calls = the threads' own wait (15%)" \
+	"$want" "$((got + inner))" "$(( ${want:-0} * 15 / 100 ))"
+le "delay of pi_lock:pthread_mutex_pi alone is not more than the threads' own wait (+2%)" "$got" "$(( ${want:-0} * 102 / 100 ))"
 is "no PI wait is a plain pthread_mutex" "$(lock_weight "$TMP/pi.folded" '^pi_lock:pthread_mutex$')" 0
 
 # 7. A process exits while a thread waits for a mutex (main holds it ~200 ms,
