@@ -8,9 +8,7 @@
 # (1200 s): the policy still trips after the first task, and no second starts.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/oap.sh"
-require_root
-have_oap_deps || skip_all "needs /usr/bin/python3 with grpcio and protobuf, and protoc"
-[ -x "$APERTURE" ] && [ -x "$WL/cont_burn" ] || skip_all "build aperture and tests first"
+require_agent cont_burn
 
 PORT=$(free_port)
 REC=$TMP/record.jsonl
