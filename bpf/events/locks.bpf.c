@@ -43,6 +43,7 @@ static inline __attribute__((always_inline)) void locks_value_add(struct locks_v
 							     const struct locks_value *delta);
 #include "events/profiler.bpf.h"
 #include "lib/syscall.bpf.h"
+#include "lib/sched.bpf.h"
 
 
 struct {
@@ -74,7 +75,7 @@ struct {
 struct futex_sleep {
 	__u64 begin_ns;		/* 0: none */
 	__u32 flags;		/* LOCK_F_USER_* */
-	__u32 pad;
+	__u32 switches;		/* the task's context switches (low 32 bits) when it went to sleep */
 	struct sample_key key;
 };
 
@@ -450,6 +451,7 @@ static __always_inline void futex_sleep_begin(void *ctx, const struct aperture_c
 	if (sleep->key.user_stack_id)
 		process_seen(ctl, sleep->key.tgid);
 	sleep->flags = kind;
+	sleep->switches = task_switches(prev);
 	sleep->begin_ns = bpf_ktime_get_ns();
 }
 
@@ -469,6 +471,10 @@ static __always_inline void futex_sleep_end(const struct aperture_control *ctl, 
 		return;
 	begin_ns = sleep->begin_ns;
 	sleep->begin_ns = 0;
+	if (sleep->switches != task_switches(next)) {
+		stat_inc(STAT_SLEEP_STALE);
+		return;
+	}
 	delta.wait_ns = bpf_ktime_get_ns() - begin_ns;
 	if (delta.wait_ns < cfg->min_wait_ns)
 		return;

@@ -26,6 +26,7 @@
 	__sync_fetch_and_add(&(slot)->offcpu_ns, (delta)->offcpu_ns);		\
 } while (0)
 #include "events/profiler.bpf.h"
+#include "lib/sched.bpf.h"
 
 #define TASK_INTERRUPTIBLE	0x0001
 #define TASK_UNINTERRUPTIBLE	0x0002
@@ -66,6 +67,7 @@ static __always_inline void switch_out(void *ctx, const struct aperture_control 
 		return;
 	}
 	key_fill_current(ctx, ctl, &start->key, 0);
+	start->switches = task_switches(prev);
 	start->switch_out_ns = bpf_ktime_get_ns();
 }
 
@@ -79,6 +81,10 @@ static __always_inline void switch_in(const struct aperture_control *ctl,
 		return;
 	delta.offcpu_ns = bpf_ktime_get_ns() - start->switch_out_ns;
 	start->switch_out_ns = 0;
+	if (start->switches != task_switches(next)) {
+		stat_inc(STAT_SLEEP_STALE);
+		return;
+	}
 	if (delta.offcpu_ns < cfg->min_block_ns || (cfg->max_block_ns && delta.offcpu_ns > cfg->max_block_ns))
 		return;
 	record_event(ctl, &start->key, &delta);

@@ -19,7 +19,7 @@
  * unwind_procs' mappings say how many slots it takes): a daemon that finds pinned maps of
  * another version refuses to mix them.
  */
-#define APERTURE_LAYOUT_VERSION 10
+#define APERTURE_LAYOUT_VERSION 11
 
 /* perf_event_max_stack's default; a stack value is depth * 8 bytes. */
 #define APERTURE_MAX_DEPTH 127
@@ -133,7 +133,8 @@ struct aperture_control {
 	LOSS(STAT_CHILDREN_FULL, "children not followed (target set full)") \
 	X(STAT_PY_FRAMES, "python frames")	/* CPython frames put in user stacks */ \
 	X(STAT_PY_CUT, "python walks cut short")	/* a read failed, a foreign thread state, a full stack */ \
-	X(STAT_LOCK_NESTED, "nested lock waits (in the outer's time)")	/* a wait begun inside another */
+	X(STAT_LOCK_NESTED, "nested lock waits (in the outer's time)")	/* a wait begun inside another */ \
+	LOSS(STAT_SLEEP_STALE, "sleeps whose switch-in went unseen")	/* lib/sched.bpf.h */
 
 #define APERTURE_STAT_ENUM(id, what) id,
 enum aperture_stat {

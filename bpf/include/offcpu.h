@@ -29,6 +29,8 @@ struct offcpu_config {
 /* Per-task storage: written at switch-out, consumed at the next switch-in. */
 struct offcpu_start {
 	__u64 switch_out_ns;	/* bpf_ktime_get_ns() at switch-out; 0: none pending */
+	__u32 switches;		/* task_switches() at switch-out */
+	__u32 pad;
 	struct sample_key key;	/* who blocked and where */
 };
 
