@@ -113,7 +113,7 @@ is "no stormb stack names storm_a_burn" "$(stack_weight "$TMP/all.folded" '^stor
 
 last=$(grep 'stats: oncpu' "$TMP/daemon.err" | tail -1)
 ok "the stats line has the symbol cache's use and limit" \
-	grep -Eq 'symbols [0-9]+/65536 KiB, processes [0-9]+/4096' <<<"$last"
+	grep -Eq 'symbols [0-9]+/24576 KiB, processes [0-9]+/4096' <<<"$last"
 dropped=$(sed -n 's/.*(forgotten: \([0-9]*\) processes.*/\1/p' <<<"$last")
 ge "exited processes left the symbol cache" "${dropped:-0}" 100
 "$APERTURE" run --unpin --pin "$PIN" >/dev/null 2>&1

@@ -379,7 +379,7 @@ void cli_profiler_help(FILE *out, unsigned groups)
 			  "kernel memory each); beyond, stacks are lost (counted)");
 		help_line(out, 0, "counts-max", "N", "room for N aggregation keys per profiler and generation (default\n"
 			  "16384); beyond, samples are lost (counted)");
-		help_line(out, 0, "symbol-cache-mb", "M", "symbol cache limit in MiB (default 64): least recently used\n"
+		help_line(out, 0, "symbol-cache-mb", "M", "symbol cache limit in MiB (default 24): least recently used\n"
 			  "files' tables and exited processes go first");
 	}
 	for (int k = 0; (groups & CLI_KIND_OPTIONS) && profilers[k]; k++)

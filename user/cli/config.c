@@ -506,7 +506,7 @@ static const char *const known_defaults[][2] = {
 	{ "python", "auto" },
 	{ "stacks-max", "16384" },
 	{ "counts-max", "16384" },
-	{ "symbol-cache-mb", "64" },
+	{ "symbol-cache-mb", "24" },
 	{ "service", "the host name" },
 	{ "instance", "the process name" },
 	{ "layer", "GENERAL" },

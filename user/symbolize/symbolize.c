@@ -63,7 +63,7 @@
 /* An ELF file is mmapped, not read: bounded only against a sparse file of any size. */
 #define MAX_ELF_SIZE	(4ull << 30)
 #define MAX_NAME_BYTES	(256u << 20)	/* interned names (module+0xOFF, JIT) */
-#define CACHE_LIMIT_DEFAULT	(64u << 20)
+#define CACHE_LIMIT_DEFAULT	(24u << 20)
 #define REFRESH_NS	1000000000ull	/* re-read maps on a miss at most once a second */
 /*
  * A process is often announced by its first event, right after its exec,

@@ -42,7 +42,7 @@ struct sym_frame {
  * --no-demangle), given to symbolizer_new(): zeroed, the defaults.
  */
 struct symbolizer_settings {
-	size_t cache_limit;	/* bytes the caches may take, kept at each symbolizer_trim(); 0: 64 MiB */
+	size_t cache_limit;	/* bytes the caches may take, kept at each symbolizer_trim(); 0: 24 MiB */
 	bool no_demangle;	/* C++ and Rust names as in the symbol table (_ZN...) */
 };
 
