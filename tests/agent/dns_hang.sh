@@ -2,10 +2,12 @@
 # bash dns_hang.sh TMPDIR CMD...: runs CMD where name lookups hang (a DNS
 # server that never answers).  Run under unshare -mn: the network and the
 # bind-mounted resolv.conf stay private.  Exit 97 when that cannot be set up.
+# DNS_HANG_OPTIONS: the resolver's options (default "timeout:5 attempts:2":
+# glibc gives up after about 10 s).
 tmp=$1
 shift
 ip link set lo up || exit 97
-printf 'nameserver 127.0.0.1\noptions timeout:5 attempts:2\n' > "$tmp/resolv.conf"
+printf 'nameserver 127.0.0.1\noptions %s\n' "${DNS_HANG_OPTIONS:-timeout:5 attempts:2}" > "$tmp/resolv.conf"
 mount --bind "$tmp/resolv.conf" /etc/resolv.conf || exit 97
 /usr/bin/python3 "$(dirname "$0")/dns_blackhole.py" > "$tmp/dns.ready" &
 dns=$!

@@ -6,7 +6,8 @@
 # `go tool pprof`, with cpuburn's 50/30/20 on-CPU split; basic auth and the
 # tenant header on every push; an unreachable server is one line, retried,
 # bounded by the spool (oldest dropped, said), kept in the ledger across a
-# restart; a server that never answers does not hold the stop; a wrong tenant
+# restart; a server that never answers does not hold the stop, nor does a
+# name server that never answers (the push fails at its deadline); a wrong tenant
 # (401) is one line and keeps the data; https works with a test CA and is one
 # line with the wrong one; bad options are one line and exit 2.
 . "$(dirname "$0")/../lib.sh"
@@ -208,7 +209,48 @@ is "hanging server: exit 0 on SIGTERM" "$?" 0
 le "  the stop takes under 4 s (the push in flight cancelled, one 2 s try; not the 10 s deadline)" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }')" 4
 "$APERTURE" run --unpin --pin "$PIN" >/dev/null 2>&1
 
-# 5. A wrong tenant: 401, said once with the options to check, the data kept (not dropped).
+# 5. A name server that never answers (tests/agent/dns_hang.sh: a private network and mount namespace, a
+# resolv.conf naming a silent server; resolver timeout 30 s, past the push's 10 s deadline): the push fails at
+# its deadline with one line, and the stop is not held by the lookup.  The daemon runs inside the namespace, so
+# this script times it there and prints what it measured.
+cat >"$TMP/dns_push.sh" <<'EOF_DNS'
+ap=$1 pin=$2 burn=$3 url=$4 err=$5
+"$ap" run --pin "$pin" --oncpu -p "$burn" --interval 1 --pyroscope "$url" 2>"$err" &
+pid=$!
+for ((i = 0; i < 100; i++)); do [ -e "$pin/oncpu_active" ] && break; sleep 0.1; done
+t0=$(date +%s%N)
+for ((i = 0; i < 150; i++)); do grep -q 'pyroscope .*cannot resolve' "$err" && break; sleep 0.1; done
+said=$(( ($(date +%s%N) - t0) / 1000000 ))
+grep -q 'pyroscope .*cannot resolve' "$err" || said=none
+sleep 1	# the next push is waiting on the same lookup now
+kill -TERM $pid
+t1=$(date +%s%N)
+for ((i = 0; i < 60; i++)); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+kill -0 $pid 2>/dev/null && kill -9 $pid
+wait $pid
+rc=$?
+echo "said_ms $said stop_ms $(( ($(date +%s%N) - t1) / 1000000 )) rc $rc"
+EOF_DNS
+DNS_URL=http://hang.example.com:$PORT
+DNS_HANG_OPTIONS="timeout:30 attempts:1" unshare -mn bash "$(dirname "$0")/../agent/dns_hang.sh" "$TMP" \
+	bash "$TMP/dns_push.sh" "$APERTURE" "$PIN" "$BURN" "$DNS_URL" "$TMP/dns.err" >"$TMP/dns.out"
+dns_rc=$?
+"$APERTURE" run --unpin --pin "$PIN" >/dev/null 2>&1
+ok "a private network and mount namespace with a silent name server (dns_hang.sh: $dns_rc, 97 if not)" \
+	test "$dns_rc" != 97
+dns() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' "$TMP/dns.out"; }
+diag "silent name server: $(cat "$TMP/dns.out")"
+secs() { awk -v ms="$1" 'BEGIN { if (ms ~ /^[0-9]+$/) printf "%.1f\n", ms / 1000; else print "none" }'; }
+is_within "silent name server: the push fails at its deadline (s after start: 1 s interval + 10 s deadline, 10 to 13)" \
+	11.5 "$(secs "$(dns said_ms)")" 1.5
+is "  one line saying so" "$(grep -c "warning: pyroscope $DNS_URL: cannot resolve hang.example.com: no answer within the deadline; retrying" "$TMP/dns.err")" 1
+is "  and no other about it" "$(grep -c 'cannot resolve' "$TMP/dns.err")" 1
+[ "$(grep -c 'cannot resolve' "$TMP/dns.err")" = 1 ] || show_err dns
+is "  exit 0 on SIGTERM" "$(dns rc)" 0
+le "  the stop takes under 4 s (the push waiting on the lookup cancelled, one 2 s try; not the resolver's 30 s)" \
+	"$(secs "$(dns stop_ms)")" 4
+
+# 6. A wrong tenant: 401, said once with the options to check, the data kept (not dropped).
 printf 'tenant-b\n' >"$TMP/tenant-b"
 PORT=$((PORT + 1)) SRV=$TMP/srv3
 start_server
@@ -222,7 +264,7 @@ stop_server
 is "wrong tenant: one line naming HTTP 401 and the files" "$(grep -c 'HTTP 401: .*no org id\|HTTP 401: .*unknown tenant.*check --pyroscope-auth-file and --pyroscope-tenant-file' "$TMP/tenant.err")" 1
 is "  nothing dropped" "$(grep -c 'refused an upload' "$TMP/tenant.err")" 0
 
-# 6. https through the project's TLS layer (tls.c, ALPN http/1.1): a test CA made with the openssl CLI.
+# 7. https through the project's TLS layer (tls.c, ALPN http/1.1): a test CA made with the openssl CLI.
 if command -v openssl >/dev/null; then
 	(cd "$TMP" && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=ca \
 		-keyout ca.key -out ca.crt 2>/dev/null &&

@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <nghttp2/nghttp2.h>
 #include "grpc.h"
+#include "lookup.h"
 #include "util.h"
 
 #define GRPC_PREFIX_LEN 5
@@ -56,34 +57,13 @@ struct grpc_call {
 	uint32_t close_error;		/* HTTP/2 error code it closed with */
 };
 
-/*
- * A name lookup in glibc's resolver thread (getaddrinfo_a), so that a slow
- * DNS server cannot hold a call past its deadline.  A lookup that outlives
- * one connect attempt is kept for the next.  It owns copies of the names: the
- * resolver thread may read them after the channel is gone.
- */
-struct grpc_lookup {
-	struct gaicb cb;
-	struct addrinfo hints;
-	struct grpc_lookup *next_orphan;	/* on the orphans list below */
-	char names[];			/* host NUL port NUL */
-};
-
-/*
- * Lookups given up while the resolver thread still runs them: that thread writes into
- * them when it finishes, so they cannot be freed yet. They are kept here, reachable,
- * and freed once done (at the next lookup, or when a channel is freed). Only the
- * thread that owns the channels touches this list.
- */
-static struct grpc_lookup *orphans;
-
 struct grpc_channel {
 	const volatile int *cancel;	/* see struct grpc_opts */
 	const volatile int *stop;	/* see struct grpc_opts */
 	unsigned int stop_grace_ms;
 	uint64_t stop_by_ns;		/* CLOCK_MONOTONIC; 0 until a stop is seen */
 	char *host, *port, *authority, *token;
-	struct grpc_lookup *lookup;	/* a lookup still running, or NULL */
+	struct lookup *lookup;		/* a name lookup still running (lookup.h), or NULL */
 	unsigned int connect_timeout_ms;
 	unsigned int backoff_initial_ms, backoff_max_ms, backoff_ms;
 	uint64_t next_attempt_ns;	/* CLOCK_MONOTONIC; no connect before */
@@ -226,118 +206,23 @@ struct grpc_channel *grpc_channel_new(const struct grpc_opts *opts)
 	return ch;
 }
 
-static void lookup_release(struct grpc_lookup *l)
-{
-	if (l->cb.ar_result)
-		freeaddrinfo(l->cb.ar_result);
-	free(l);
-}
-
-static void orphans_reap(void)
-{
-	struct grpc_lookup **at = &orphans;
-
-	while (*at) {
-		struct grpc_lookup *l = *at;
-
-		if (gai_error(&l->cb) == EAI_INPROGRESS) {
-			at = &l->next_orphan;
-			continue;
-		}
-		*at = l->next_orphan;
-		lookup_release(l);
-	}
-}
-
-static struct grpc_lookup *lookup_start(const struct grpc_channel *ch, int *err)
-{
-	size_t hlen = strlen(ch->host) + 1, plen = strlen(ch->port) + 1;
-	struct grpc_lookup *l = calloc(1, sizeof(*l) + hlen + plen);
-	struct gaicb *list[1];
-
-	orphans_reap();
-	if (!l) {
-		*err = EAI_MEMORY;
-		return NULL;
-	}
-	memcpy(l->names, ch->host, hlen);
-	memcpy(l->names + hlen, ch->port, plen);
-	l->hints.ai_socktype = SOCK_STREAM;
-	l->cb.ar_name = l->names;
-	l->cb.ar_service = l->names + hlen;
-	l->cb.ar_request = &l->hints;
-	list[0] = &l->cb;
-	*err = getaddrinfo_a(GAI_NOWAIT, list, 1, NULL);
-	if (*err) {
-		free(l);
-		return NULL;
-	}
-	return l;
-}
-
-/* The lookup's result (0 or EAI_*), or EAI_INPROGRESS when it is not done by @deadline_ns. */
-static int lookup_wait(struct grpc_lookup *l, uint64_t deadline_ns)
-{
-	const struct gaicb *const list[1] = { &l->cb };
-
-	for (;;) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC), left;
-		struct timespec ts;
-		int rv = gai_error(&l->cb);
-
-		if (rv != EAI_INPROGRESS || now >= deadline_ns)
-			return rv;
-		left = deadline_ns - now;
-		ts.tv_sec = (time_t)(left / 1000000000ull);
-		ts.tv_nsec = (long)(left % 1000000000ull);
-		gai_suspend(list, 1, &ts);	/* done, timed out or interrupted: look again */
-	}
-}
-
-static void lookup_free(struct grpc_lookup *l)
-{
-	if (!l)
-		return;
-	if (gai_cancel(&l->cb) == EAI_NOTCANCELED) {
-		l->next_orphan = orphans;
-		orphans = l;
-		return;
-	}
-	lookup_release(l);
-}
-
 /*
  * The addresses of the target (freeaddrinfo them), or NULL with why in @st.
- * An address literal needs no lookup; a name is looked up until @deadline_ns.
+ * An address literal needs no lookup; a name is looked up until @deadline_ns,
+ * and a lookup that outlives one connect attempt is kept for the next.
  */
 static struct addrinfo *resolve(struct grpc_channel *ch, uint64_t deadline_ns, struct grpc_status *st)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST }, *res = NULL;
-	int rv;
+	struct addrinfo *res;
+	int rv = lookup_addrs(&ch->lookup, ch->host, ch->port, deadline_ns, NULL, &res);
 
-	if (!ch->lookup && getaddrinfo(ch->host, ch->port, &hints, &res) == 0)
+	if (!rv)
 		return res;
-	if (!ch->lookup) {
-		ch->lookup = lookup_start(ch, &rv);
-		if (!ch->lookup)
-			goto fail;
-	}
-	rv = lookup_wait(ch->lookup, deadline_ns);
-	if (rv == EAI_INPROGRESS) {
+	if (rv == EAI_INPROGRESS)
 		set_status(st, GRPC_UNAVAILABLE, "cannot resolve %s: no answer in time", ch->host);
-		return NULL;
-	}
-	res = ch->lookup->cb.ar_result;
-	ch->lookup->cb.ar_result = NULL;
-	lookup_free(ch->lookup);
-	ch->lookup = NULL;
-	if (!rv && res)
-		return res;
-	if (res)
-		freeaddrinfo(res);
-fail:
-	set_status(st, GRPC_UNAVAILABLE, "cannot resolve %s: %s", ch->host,
-		   rv == EAI_SYSTEM ? strerror(errno) : gai_strerror(rv));
+	else
+		set_status(st, GRPC_UNAVAILABLE, "cannot resolve %s: %s", ch->host,
+			   rv == EAI_SYSTEM ? strerror(errno) : gai_strerror(rv));
 	return NULL;
 }
 
@@ -362,8 +247,7 @@ void grpc_channel_free(struct grpc_channel *ch)
 		return;
 	disconnect(ch);
 	tls_config_free(ch->tls_cfg);
-	lookup_free(ch->lookup);
-	orphans_reap();
+	lookup_drop(&ch->lookup);
 	free(ch->host);
 	free(ch->port);
 	free(ch->authority);

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A small HTTP/1.1 POST client (see http.h): a non-blocking socket (plain or
- * through tls.c) driven by poll() against one deadline, so a server that accepts and never answers
- * holds a request for its timeout and no longer, and a stop cancels it.
+ * A small HTTP/1.1 POST client (see http.h): a name lookup (lookup.c) and a
+ * non-blocking socket (plain or through tls.c) driven by poll() against one
+ * deadline, so a DNS server that never answers, or a server that accepts and
+ * never answers, holds a request for its timeout and no longer, and a stop
+ * cancels it.
  * The reply is read to the end of the connection (we ask for "Connection:
  * close"); only its status line and the first bytes of its body are kept.
  */
@@ -17,6 +19,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include "http.h"
+#include "lookup.h"
 #include "util.h"
 
 #define REPLY_KEEP 4096		/* bytes of the reply kept: the status line and the start of the body */
@@ -103,6 +106,7 @@ void http_target_free(struct http_target *t)
 {
 	tls_config_free(t->tls);
 	t->tls = NULL;
+	lookup_drop(&t->lookup);
 }
 
 /* One request's connection: the socket, and its TLS session for https. */
@@ -138,16 +142,26 @@ static int wait_fd(int fd, short events, uint64_t deadline, const volatile int *
 	}
 }
 
-/* A connected non-blocking socket to one of @t's addresses, or a negative errno. */
-static int connect_target(const struct http_target *t, uint64_t deadline, const volatile int *cancel,
+/*
+ * A connected non-blocking socket to one of @t's addresses, or a negative errno.
+ * A name's lookup is bounded by @deadline too (lookup.h); one still running is
+ * kept in @t for the next request.
+ */
+static int connect_target(struct http_target *t, uint64_t deadline, const volatile int *cancel,
 			  char *why, size_t whylen)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICSERV }, *res, *ai;
-	int rv = getaddrinfo(t->host, t->port, &hints, &res), err = -EHOSTUNREACH;
+	struct addrinfo *res, *ai;
+	int rv = lookup_addrs(&t->lookup, t->host, t->port, deadline, cancel, &res), err = -EHOSTUNREACH;
 
+	if (rv == EAI_INPROGRESS && cancel && *cancel)
+		return -ECANCELED;
+	if (rv == EAI_INPROGRESS) {
+		snprintf(why, whylen, "cannot resolve %s: no answer within the deadline", t->host);
+		return -ETIMEDOUT;
+	}
 	if (rv) {
-		snprintf(why, whylen, "cannot resolve %s: %s", t->host, gai_strerror(rv));
+		snprintf(why, whylen, "cannot resolve %s: %s", t->host,
+			 rv == EAI_SYSTEM ? strerror(errno) : gai_strerror(rv));
 		return -EHOSTUNREACH;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
@@ -307,7 +321,7 @@ static int parse_reply(char *buf, struct http_reply *reply, char *why, size_t wh
 	return 0;
 }
 
-int http_post(const struct http_target *t, const char *path, const char *headers, const void *body,
+int http_post(struct http_target *t, const char *path, const char *headers, const void *body,
 	      size_t len, unsigned int timeout_ms, const volatile int *cancel, struct http_reply *reply,
 	      char *why, size_t whylen)
 {

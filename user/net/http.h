@@ -2,8 +2,8 @@
 /*
  * A small HTTP/1.1 client for one POST at a time: plain TCP, or TLS (tls.h,
  * ALPN http/1.1) for an https URL, one connection per request ("Connection:
- * close"), every step bounded by the request's deadline, never a blocking
- * socket call after the name lookup.
+ * close"), every step bounded by the request's deadline, the name lookup
+ * included (lookup.h), never a blocking socket call.
  */
 #ifndef HTTP_H
 #define HTTP_H
@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "tls.h"
+
+struct lookup;
 
 /* Where to send: from "http://HOST[:PORT][/PREFIX]". */
 struct http_target {
@@ -20,6 +22,7 @@ struct http_target {
 	char hostport[272];		/* the Host header */
 	bool https;
 	struct tls_config *tls;		/* https: set by http_target_tls */
+	struct lookup *lookup;		/* a name lookup a request gave up on, still running (lookup.h) */
 };
 
 struct http_reply {
@@ -38,9 +41,11 @@ void http_target_free(struct http_target *t);
  * appended to the target's prefix) with the extra header lines @headers
  * ("Name: value\r\n" each, or NULL).  0 with @reply filled, or a negative
  * errno with @why (one line) saying what failed: connection refused,
- * -ETIMEDOUT when @timeout_ms passed, -ECANCELED once *@cancel is set.
+ * -ETIMEDOUT when @timeout_ms passed (a name lookup too), -ECANCELED once
+ * *@cancel is set.  A lookup still running then stays in @t for the next
+ * request; http_target_free ends it.
  */
-int http_post(const struct http_target *t, const char *path, const char *headers, const void *body,
+int http_post(struct http_target *t, const char *path, const char *headers, const void *body,
 	      size_t len, unsigned int timeout_ms, const volatile int *cancel, struct http_reply *reply,
 	      char *why, size_t whylen);
 
