@@ -6,6 +6,9 @@
 # carries both causes (9 threads; the load /proc/loadavg shows), cont_one's
 # the load only.  Tasks of 2 s in an 8 s run with the default silence window
 # (1200 s): the policy still trips after the first task, and no second starts.
+# The window outlives a restart (the ledger keeps each task's start): an agent
+# started again on the same state dir within it reports nothing in 8 s; one
+# started with a window shorter than the time since then reports again at once.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/oap.sh"
 require_agent cont_burn
@@ -24,8 +27,15 @@ cp "$WL/cont_burn" "$TMP/bin/cont_nine"
 cp "$WL/cont_burn" "$TMP/bin/cont_one"
 bg "$TMP/bin/cont_nine" 999 0 - 9
 bg "$TMP/bin/cont_one" 999 0 - 1
-"$APERTURE" run --oap 127.0.0.1:$PORT --service "$SVC" --exe-pattern "$TMP/bin/*" --continuous \
-	--continuous-task 2 --heartbeat-interval 1 --task-interval 1 --flush-interval 1 -d 8 -v 2> "$TMP/agent.log" &
+# agent SECONDS ARGS...: the agent on the policy's processes, with the test's state dir
+agent() {
+	local secs=$1
+	shift
+	"$APERTURE" run --oap 127.0.0.1:$PORT --service "$SVC" --exe-pattern "$TMP/bin/*" --continuous \
+		--continuous-task 2 --heartbeat-interval 1 --task-interval 1 --flush-interval 1 -d "$secs" -v "$@"
+}
+t0=$(date +%s)
+agent 8 2> "$TMP/agent.log" &
 AGENT=$!
 # The 1-minute load while the agent checks, read as the agent reads it.
 loads=()
@@ -62,4 +72,31 @@ for who in nine one; do
 	ok "cont_$who: load $v within /proc/loadavg's $lo..$hi (+-0.5)" \
 		awk -v v="$v" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(v != "" && v >= lo - 0.5 && v <= hi + 0.5) }'
 done
+
+# The window across a restart: the ledger says when each process's task started.
+ledger=$(ls "$APERTURE_STATE_DIR"/agent-*/ledger)
+is "the ledger keeps one silence window per process" "$(grep -c '^silence oncpu [0-9]* ' "$ledger")" 2
+agent 8 2> "$TMP/again.log"
+is "restarted within the window: exit 0" "$?" 0
+ok "  the windows restored from the ledger" grep -q "2 continuous silence windows restored" "$TMP/again.log"
+is "  no second report in 8 s (the window is 1200 s)" "$(reports cont_nine) $(reports cont_one)" "1 1"
+# Over 16 s since the first tasks started: a 10 s window has ended.
+diag "the third agent starts $(($(date +%s) - t0)) s after the first"
+agent 5 --continuous-silence 10 2> "$TMP/after.log"
+is "restarted with a window shorter than the time since: one more report each" \
+	"$(reports cont_nine) $(reports cont_one)" "2 2"
+
+# A ledger that is not a regular file is refused with a line, not followed or waited on.
+rm -f "$ledger"; mkfifo "$ledger"
+timeout 20 "$APERTURE" run --oap 127.0.0.1:$PORT --service "$SVC" --exe-pattern "$TMP/none/*" -d 1 2> "$TMP/fifo.log"
+is "a FIFO for a ledger: the agent neither hangs nor fails" "$?" 0
+ok "  one line says the ledger is unreadable" grep -q "ledger .*: ledger unreadable (Invalid argument), starting afresh" "$TMP/fifo.log"
+rm -f "$ledger"; printf 'aperture-ledger 1\nsilence oncpu 99999999999999 future\nsilence nosuch 1 x\nsilence oncpu 1\n' >"$TMP/l"
+ln -s "$TMP/l" "$ledger"
+timeout 20 "$APERTURE" run --oap 127.0.0.1:$PORT --service "$SVC" --exe-pattern "$TMP/none/*" -d 1 2> "$TMP/link.log"
+ok "a symlinked ledger is not followed" grep -q "ledger unreadable (Too many levels of symbolic links)" "$TMP/link.log"
+rm -f "$ledger"; cp "$TMP/l" "$ledger"
+timeout 20 "$APERTURE" run --oap 127.0.0.1:$PORT --service "$SVC" --exe-pattern "$TMP/none/*" -d 1 2> "$TMP/bad.log"
+ok "silence lines in the future, of no profiler or malformed are refused and counted" \
+	grep -q "3 continuous silence windows refused" "$TMP/bad.log"
 done_testing

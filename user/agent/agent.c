@@ -141,6 +141,7 @@ static int ledger_text(const struct agent *a, char **text, size_t *len)
 	fprintf(f, "%s\n", LEDGER_MAGIC);
 	capture_put(f, &a->capture, a->prof);
 	tasks_put(f, &a->tasks);
+	silences_put(f, &a->cont.silences, wall_ms(), a->cont.silence_s);
 	if (fclose(f))
 		return -errno;
 	return 0;
@@ -473,7 +474,7 @@ int agent_main(int argc, char **argv)
 		goto out;
 	/* Before the profilers: the ledger says which tasks run. */
 	if (!store_open(&a.store, a.o.state_dir, a.o.oap, a.o.pin_dir))
-		recovery_load(&a.store, &a.capture, &a.tasks, &a.spool, a.prof, a.sym);
+		recovery_load(&a.store, &a.capture, &a.tasks, &a.cont.silences, &a.spool, a.prof, a.sym);
 	if (a.o.pin_dir && agent_open_pinned(&a))
 		goto out;
 	for (int k = 0; k < PROFILER_MAX && !a.o.pin_dir; k++)

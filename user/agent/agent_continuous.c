@@ -517,7 +517,7 @@ static void mark_started(struct continuous *c, const struct tasks *ts, const cha
 		for (size_t j = 0; j < c->nwatch; j++)
 			if (pid_in(t->pids, t->npids, c->watch[j].pid))
 				c->watch[j].last_task_ms[kind] = now_ms;
-	}
+	}	silences_note(&c->silences, process_id, kind, now_ms);	/* for the ledger: a restart keeps it */
 }
 
 /* reportProfilingTask for @p's @trip, and the answered task into @ts; true when @ts took it. */
@@ -586,9 +586,13 @@ static void find_causes(const struct continuous *c, const struct cont_service *s
 static bool may_start(const struct continuous *c, const struct cont_watch *w, const struct agent_proc *p,
 		      int kind, const struct tasks *ts, int64_t now_ms)
 {
+	int64_t last = silences_last(&c->silences, p->sw.process_id, kind);
+
 	if (tasks_kind_for(ts, kind, p->sw.process_id))
 		return false;	/* one runs: a trip does not start a second */
-	return !w->last_task_ms[kind] || now_ms - w->last_task_ms[kind] >= (int64_t)c->silence_s * 1000;
+	if (w->last_task_ms[kind] > last)
+		last = w->last_task_ms[kind];
+	return !last || now_ms - last >= (int64_t)c->silence_s * 1000;
 }
 
 /* @p's checks this second; true when a task was taken. */
@@ -668,5 +672,6 @@ void continuous_free(struct continuous *c)
 	}
 	free(c->services);
 	free(c->watch);
+	silences_free(&c->silences);
 	*c = (struct continuous){ 0 };
 }

@@ -15,6 +15,7 @@
 #include "agent_oap.h"
 #include "agent_opts.h"
 #include "agent_procs.h"
+#include "agent_silence.h"
 #include "agent_tasks.h"
 
 /*
@@ -70,6 +71,7 @@ struct continuous {
 	size_t nservices, services_cap;
 	struct cont_watch *watch;
 	size_t nwatch, watch_cap;
+	struct silences silences;	/* the last start per OAP process id and kind, kept in the ledger */
 	double load_window[CONT_MAX_PERIOD];
 	uint64_t second;		/* checks done: the slot of the next value is second % CONT_MAX_PERIOD */
 	long clock_ticks;		/* sysconf(_SC_CLK_TCK) */

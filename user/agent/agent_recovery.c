@@ -56,16 +56,18 @@ static void load_batches(struct store *store, const struct capture *c, struct sp
 
 /* Reads the ledger file, if any: tasks, times, sequence, saved generations. */
 static void load_ledger(const struct store *store, struct capture *c, struct tasks *tasks,
-			const struct agent_prof *prof, struct symbolizer *sym)
+			struct silences *silences, const struct agent_prof *prof, struct symbolizer *sym)
 {
 	char *text, *save = NULL;
 	size_t len;
-	int err = store_read(store, LEDGER_FILE, &text, &len);
+	int err = store_read(store, LEDGER_FILE, LEDGER_MAX, &text, &len);
+	int64_t now_ms = wall_ms();
 
 	if (err == -ENOENT)
 		return;
 	if (err || strncmp(text, LEDGER_MAGIC "\n", strlen(LEDGER_MAGIC) + 1)) {
-		log_warn("ledger %s: %s unreadable, starting afresh", store->path, LEDGER_FILE);
+		log_warn("ledger %s: %s unreadable (%s), starting afresh", store->path, LEDGER_FILE,
+			 err == -EFBIG ? "over " LEDGER_MAX_TEXT : err ? strerror(-err) : "not a ledger");
 		free(text);
 		return;
 	}
@@ -76,16 +78,23 @@ static void load_ledger(const struct store *store, struct capture *c, struct tas
 		for (char *s = strtok_r(line, " \n", &fsave); s && n <= TASK_FIELDS; s = strtok_r(NULL, " \n", &fsave))
 			f[n++] = s;
 		capture_parse(c, prof, f, n);
+		silences_parse(silences, f, n, now_ms);
 		if (tasks_parse(tasks, f, n, sym))
 			log_warn("ledger %s: a task could not be restored", store->path);
 	}
 	free(text);
+	if (silences->refused)
+		log_warn("ledger %s: %" PRIu64 " continuous silence windows refused (malformed, in the future or"
+			 " past %d)", store->path, silences->refused, SILENCE_MAX);
+	if (silences->restored)
+		log_info("ledger %s: %" PRIu64 " continuous silence windows restored", store->path,
+			 silences->restored);
 }
 
-void recovery_load(struct store *store, struct capture *c, struct tasks *tasks, struct spool *spool,
-		   const struct agent_prof *prof, struct symbolizer *sym)
+void recovery_load(struct store *store, struct capture *c, struct tasks *tasks, struct silences *silences,
+		   struct spool *spool, const struct agent_prof *prof, struct symbolizer *sym)
 {
-	load_ledger(store, c, tasks, prof, sym);
+	load_ledger(store, c, tasks, silences, prof, sym);
 	load_batches(store, c, spool);
 	log_info("ledger %s: next upload %" PRIu64, store->path, c->next_seq);
 }

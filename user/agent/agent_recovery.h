@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include "agent_capture.h"
 #include "agent_prof.h"
+#include "agent_silence.h"
 #include "agent_spool.h"
 #include "agent_store.h"
 #include "agent_tasks.h"
@@ -17,14 +18,17 @@
 /* The ledger: a text file in the store, replaced at each commit (agent.c). */
 #define LEDGER_FILE "ledger"
 #define LEDGER_MAGIC "aperture-ledger 1"
+/* A larger ledger is not ours (1024 tasks with their pids, 4096 silence windows: a few MiB). */
+#define LEDGER_MAX (64u << 20)
+#define LEDGER_MAX_TEXT "64 MiB"
 
 /*
- * Reads the ledger of @store (open) into @c and @tasks (their processes
- * tracked by @sym), and queues in @spool the uploads it committed; removes
+ * Reads the ledger of @store (open) into @c, @tasks (their processes
+ * tracked by @sym) and @silences, and queues in @spool the uploads it committed; removes
  * the batch records it never committed.
  */
-void recovery_load(struct store *store, struct capture *c, struct tasks *tasks, struct spool *spool,
-		   const struct agent_prof *prof, struct symbolizer *sym);
+void recovery_load(struct store *store, struct capture *c, struct tasks *tasks, struct silences *silences,
+		   struct spool *spool, const struct agent_prof *prof, struct symbolizer *sym);
 /*
  * Under --pin (@pinned), after the profilers were taken over: empties each
  * idle generation that a committed batch holds; the others, counted but

@@ -7,6 +7,7 @@
  * has (encoded uploads, the task list), work without --pin too, and outlive
  * a reboot; bpffs is memory and its maps hold fixed-size values.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -80,10 +81,13 @@ static int write_atomic(int dir_fd, const char *name, const void *data, size_t l
 	return err;
 }
 
-/* The whole of @name (NUL-terminated, malloc'd) in *@out, its size in *@len. 0 or -errno. */
-static int read_whole(int dir_fd, const char *name, char **out, size_t *len)
+/*
+ * The whole of @name (NUL-terminated, malloc'd) in *@out, its size in *@len: a regular file of
+ * at most @max_bytes, not through a link, not waiting on a FIFO.  0 or -errno (-EFBIG: larger).
+ */
+static int read_whole(int dir_fd, const char *name, size_t max_bytes, char **out, size_t *len)
 {
-	int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	char *buf = NULL;
 	size_t off = 0;
@@ -92,8 +96,12 @@ static int read_whole(int dir_fd, const char *name, char **out, size_t *len)
 	*out = NULL;
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > BATCH_MAX) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		err = -EINVAL;
+		goto cleanup;
+	}
+	if ((uint64_t)st.st_size > max_bytes) {
+		err = -EFBIG;
 		goto cleanup;
 	}
 	buf = malloc((size_t)st.st_size + 1);
@@ -156,9 +164,41 @@ int store_write(struct store *s, const char *name, const void *data, size_t len)
 	return 0;
 }
 
-int store_read(const struct store *s, const char *name, char **out, size_t *len)
+int store_read(const struct store *s, const char *name, size_t max_bytes, char **out, size_t *len)
 {
-	return read_whole(s->dir_fd, name, out, len);
+	return read_whole(s->dir_fd, name, max_bytes, out, len);
+}
+
+void store_put_field(FILE *f, const char *s)
+{
+	if (!*s)
+		fputs("%00", f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c <= ' ' || c >= 0x7f || c == '%')
+			fprintf(f, "%%%02X", c);
+		else
+			fputc(c, f);
+	}
+}
+
+char *store_field(char *s)
+{
+	char *in = s, *out = s;
+
+	while (*in) {
+		if (in[0] == '%' && isxdigit((unsigned char)in[1]) && isxdigit((unsigned char)in[2])) {
+			char hex[3] = { in[1], in[2], 0 };
+
+			*out++ = (char)strtoul(hex, NULL, 16);
+			in += 3;
+		} else {
+			*out++ = *in++;
+		}
+	}
+	*out = '\0';
+	return s;
 }
 
 static void batch_name(char *name, size_t size, uint64_t seq)
@@ -254,7 +294,7 @@ int store_load_batch(const struct store *s, uint64_t seq, struct sw_msgs *msgs)
 	int err;
 
 	batch_name(name, sizeof(name), seq);
-	err = read_whole(s->dir_fd, name, &buf, &len);
+	err = read_whole(s->dir_fd, name, BATCH_MAX, &buf, &len);
 	if (!err)
 		err = parse_batch((const uint8_t *)buf, len, msgs);
 	free(buf);

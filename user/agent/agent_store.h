@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include "skywalking.h"
 
@@ -32,8 +33,15 @@ bool store_is_open(const struct store *s);
 int store_write(struct store *s, const char *name, const void *data, size_t len);
 /* Writing @what failed with -@err: said once until a write succeeds. */
 void store_failed(struct store *s, const char *what, int err);
-/* The whole of @name (NUL-terminated, malloc'd) in *@out, its size in *@len. 0 or -errno. */
-int store_read(const struct store *s, const char *name, char **out, size_t *len);
+/*
+ * The whole of @name (NUL-terminated, malloc'd) in *@out, its size in *@len: a regular file of at
+ * most @max_bytes, not through a link.  0 or -errno (-EFBIG: larger, -EINVAL: not a regular file).
+ */
+int store_read(const struct store *s, const char *name, size_t max_bytes, char **out, size_t *len);
+/* A string from the OAP as one field of a text record: bytes that are not printable ASCII, and %, as %XX. */
+void store_put_field(FILE *f, const char *s);
+/* Such a field decoded in place: @s. */
+char *store_field(char *s);
 
 /* Saves the upload @msgs as batch @seq; 0 (also with no store) or -errno, said once. */
 int store_save_batch(struct store *s, uint64_t seq, const struct sw_msgs *msgs);

@@ -5,12 +5,12 @@
  * forgotten.  A task runs on the profiler of its TargetType; the table says
  * which kinds changed, agent.c commits and retargets the profilers.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "agent_store.h"
 #include "agent_tasks.h"
 #include "symbolize.h"
 
@@ -462,49 +462,16 @@ void tasks_free(struct tasks *ts)
 	ts->n = ts->cap = 0;
 }
 
-/* Strings from the OAP go in one field each: bytes that are not printable ASCII, and %, as %XX. */
-static void put_escaped(FILE *f, const char *s)
-{
-	if (!*s)
-		fputs("%00", f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c <= ' ' || c >= 0x7f || c == '%')
-			fprintf(f, "%%%02X", c);
-		else
-			fputc(c, f);
-	}
-}
-
-static char *unescape(char *s)
-{
-	char *in = s, *out = s;
-
-	while (*in) {
-		if (in[0] == '%' && isxdigit((unsigned char)in[1]) && isxdigit((unsigned char)in[2])) {
-			char hex[3] = { in[1], in[2], 0 };
-
-			*out++ = (char)strtoul(hex, NULL, 16);
-			in += 3;
-		} else {
-			*out++ = *in++;
-		}
-	}
-	*out = '\0';
-	return s;
-}
-
 static void put_task(FILE *f, const struct agent_task *t)
 {
 	fputs("task ", f);
-	put_escaped(f, t->t.task_id);
+	store_put_field(f, t->t.task_id);
 	fputc(' ', f);
-	put_escaped(f, t->t.process_ids[0]);
+	store_put_field(f, t->t.process_ids[0]);
 	fputc(' ', f);
-	put_escaped(f, t->t.target_name);
+	store_put_field(f, t->t.target_name);
 	fputc(' ', f);
-	put_escaped(f, t->t.trigger);
+	store_put_field(f, t->t.trigger);
 	fprintf(f, " %" PRId64 " %" PRId64 " %" PRId64 " %c %" PRId64 " %" PRId64 " %" PRIu64 " %" PRIu64 " ",
 		t->t.update_time_ms, t->t.start_time_ms, t->t.duration_s,
 		t->state == TASK_RUNNING ? 'R' : 'P', t->run_start_ms, t->stop_at_ms, t->count,
@@ -552,11 +519,11 @@ static int restore_task(struct tasks *ts, char **f, struct symbolizer *sym)
 	t->t.process_ids = calloc(1, sizeof(char *));
 	if (!t->t.process_ids)
 		goto fail;
-	t->t.task_id = strdup(unescape(f[1]));
-	t->t.process_ids[0] = strdup(unescape(f[2]));
+	t->t.task_id = strdup(store_field(f[1]));
+	t->t.process_ids[0] = strdup(store_field(f[2]));
 	t->t.nprocess_ids = 1;
-	t->t.target_name = strdup(unescape(f[3]));
-	t->t.trigger = strdup(unescape(f[4]));
+	t->t.target_name = strdup(store_field(f[3]));
+	t->t.trigger = strdup(store_field(f[4]));
 	if (!t->t.task_id || !t->t.process_ids[0] || !t->t.target_name || !t->t.trigger)
 		goto fail;
 	t->t.update_time_ms = strtoll(f[5], NULL, 10);
