@@ -9,7 +9,9 @@
 # restart; a server that never answers does not hold the stop, nor does a
 # name server that never answers (the push fails at its deadline); a wrong tenant
 # (401) is one line and keeps the data; https works with a test CA and is one
-# line with the wrong one; bad options are one line and exit 2.
+# line with the wrong one; bad options are one line and exit 2.  SIGHUP with
+# --config applies a new app, labels and tenant from the next push, nothing
+# lost across it, and names the URL and spool size as needing a restart.
 . "$(dirname "$0")/../lib.sh"
 require_root
 require_aperture
@@ -300,5 +302,62 @@ if command -v openssl >/dev/null; then
 else
 	skip "https" "no openssl command"
 fi
+
+# 8. SIGHUP: the config file's app, labels and tenant file apply from the next push; the URL and
+#    the spool's bound need a restart and are named; the intervals stay contiguous across it.
+PORT=$((PORT + 1)) SRV=$TMP/srv5
+/usr/bin/python3 "$(dirname "$0")/fake_pyroscope.py" "$PORT" "$SRV" >>"$TMP/srv.out" 2>>"$TMP/srv.err" &
+SRV_PID=$!; _bg_pids+=("$SRV_PID")
+for ((i = 0; i < 50; i++)); do grep -q "listening $PORT" "$TMP/srv.out" 2>/dev/null && break; sleep 0.1; done
+printf 'tenant-c\n' >"$TMP/tenant-c"
+conf() {	# APP TENANT_FILE URL LABEL...
+	printf 'pyroscope = %s\npyroscope-app = %s\npyroscope-tenant-file = %s\ninterval = 1s\n' "$3" "$1" "$2"
+	shift 3
+	printf 'label = %s\n' "$@"
+}
+conf reload-one "$TMP/tenant" "http://127.0.0.1:$PORT" env=ci >"$TMP/pyro.conf"
+daemon hup --config "$TMP/pyro.conf" --oncpu -p "$BURN"
+wait_uploads cpu 2 10
+conf reload-two "$TMP/tenant-c" "http://127.0.0.1:$((PORT + 50))/" env=prod zone=z1 >"$TMP/pyro.conf"
+echo 'pyroscope-spool-size = 1M' >>"$TMP/pyro.conf"
+kill -HUP "$DAEMON_PID"
+for ((i = 0; i < 50; i++)); do grep -q 'reload: pyroscope:' "$TMP/hup.err" && break; sleep 0.1; done
+n=$(uploads cpu)
+wait_uploads cpu $((n + 3)) 10
+# A tenant file that is gone: one line, the running settings kept.
+conf reload-three "$TMP/none" "http://127.0.0.1:$PORT" env=prod >"$TMP/pyro.conf"
+kill -HUP "$DAEMON_PID"
+sleep 2.5
+kill -TERM "$DAEMON_PID"
+wait_exit "$DAEMON_PID" 10
+is "SIGHUP run: exit 0" "$?" 0
+"$APERTURE" run --unpin --pin "$PIN" >/dev/null 2>&1
+stop_server
+ok "the new app, labels and tenant said applied from the next push" grep -q \
+	'reload: pyroscope: app reload-two, 2 labels, tenant file read again: used from the next push' "$TMP/hup.err"
+ok "  the URL and the spool's bound named as needing a restart" grep -q \
+	"reload: --pyroscope http://127.0.0.1:$((PORT + 50))/ (running: http://127.0.0.1:$PORT), --pyroscope-spool-size 1048576 (running: [0-9]*): not applied, they need a restart" "$TMP/hup.err"
+ok "a tenant file that is gone: one line, the running ones kept" grep -q \
+	"reload: pyroscope: the running app, labels, auth and tenant are kept" "$TMP/hup.err"
+/usr/bin/python3 - "$SRV/log" >"$TMP/hup.kv" <<'EOF'
+import json, sys
+cpu = sorted((json.loads(l) for l in open(sys.argv[1])), key=lambda r: r["from"])
+cpu = [r for r in cpu if r["kind"] == "cpu"]
+def sig(r):
+    l = r["labels"]
+    return "%s/%s/%s/%s" % (l.get("__name__"), l.get("env"), l.get("zone", "-"), r["tenant"])
+names = [r["labels"]["__name__"] for r in cpu]
+first_two = names.index("reload-two") if "reload-two" in names else len(names)
+print("before=" + ",".join(sorted(set(sig(r).rsplit("/", 1)[0] for r in cpu[:first_two]))))
+print("after=" + ",".join(sorted(set(sig(r) for r in cpu[first_two:]))))
+print("after_n=%d" % (len(cpu) - first_two))
+print("contiguous=%d" % int(all(abs(b["from"] - a["until"]) <= 0.05 for a, b in zip(cpu, cpu[1:]))))
+EOF
+diag "$(tr '\n' ' ' <"$TMP/hup.kv")"
+is "before the SIGHUP: app reload-one, env=ci" "$(kv "$TMP/hup.kv" before)" "reload-one/ci/-"
+is "after it: reload-two, env=prod, zone=z1, tenant-c (to the running URL; none of reload-three)" \
+	"$(kv "$TMP/hup.kv" after)" "reload-two/prod/z1/tenant-c"
+ge "  pushes after it" "$(kv "$TMP/hup.kv" after_n)" 3
+is "  every interval's profile arrived, contiguous across the reloads" "$(kv "$TMP/hup.kv" contiguous)" 1
 
 done_testing

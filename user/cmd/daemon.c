@@ -541,17 +541,35 @@ static bool str_differ(const char *a, const char *b)
 	return (a != NULL) != (b != NULL) || (a && strcmp(a, b));
 }
 
-/* The Pyroscope route's settings need a restart: it holds their connection, ledger and spool. */
-static bool pyroscope_changed(const struct pyroscope_opts *a, const struct pyroscope_opts *b)
+/*
+ * What the Pyroscope route cannot change while it runs, named in @keys, @now's values given to
+ * @next: turning it on or off, its URL and CA (the ledger is kept per URL: what waits belongs to
+ * that server), its ledger's directory and its spool's bound.  App, labels, auth and tenant apply.
+ */
+static void pyroscope_keep_fixed(const struct pyroscope_opts *now, struct pyroscope_opts *next,
+				 struct changed_keys *keys)
 {
-	bool differ = str_differ(a->url, b->url) || str_differ(a->app, b->app) ||
-		      str_differ(a->auth_file, b->auth_file) || str_differ(a->tenant_file, b->tenant_file) ||
-		      str_differ(a->ca_file, b->ca_file) ||
-		      str_differ(a->state_dir, b->state_dir) || a->spool_bytes != b->spool_bytes || a->nlabels != b->nlabels;
-
-	for (int i = 0; !differ && i < a->nlabels; i++)
-		differ = strcmp(a->labels[i], b->labels[i]) != 0;
-	return differ;
+	if (!now->url || !next->url) {
+		if (str_differ(now->url, next->url))
+			changed_keys_add(keys, "--pyroscope %s (running: %s)", next->url ?: "none", now->url ?: "none");
+		*next = *now;
+		return;
+	}
+	if (strcmp(now->url, next->url))
+		changed_keys_add(keys, "--pyroscope %s (running: %s)", next->url, now->url);
+	if (str_differ(now->ca_file, next->ca_file))
+		changed_keys_add(keys, "--pyroscope-ca %s (running: %s)", next->ca_file ?: "none",
+				 now->ca_file ?: "none");
+	if (strcmp(now->state_dir, next->state_dir))
+		changed_keys_add(keys, "--state-dir %s (running: %s)", next->state_dir, now->state_dir);
+	if (now->spool_bytes != next->spool_bytes)
+		changed_keys_add(keys, "--pyroscope-spool-size %" PRIu64 " (running: %" PRIu64 ")",
+				 next->spool_bytes, now->spool_bytes);
+	next->url = now->url;
+	next->ca_file = now->ca_file;
+	next->state_dir = now->state_dir;
+	next->spool_bytes = now->spool_bytes;
+	next->stop = now->stop;
 }
 
 /*
@@ -569,8 +587,7 @@ static void keep_own_fixed(const struct daemon_opts *now, struct daemon_opts *ne
 	if (strcmp(now->output_format, next->output_format))
 		changed_keys_add(keys, "--output-format %s (running: %s)", next->output_format,
 				 now->output_format);
-	if (pyroscope_changed(&now->pyro, &next->pyro))
-		changed_keys_add(keys, "--pyroscope and its options");
+	pyroscope_keep_fixed(&now->pyro, &next->pyro, keys);
 	if (now->jvm_perfmap_s != next->jvm_perfmap_s)
 		changed_keys_add(keys, "--jvm-perfmap %" PRIu64 " (running: %" PRIu64 "; 0: off)",
 				 next->jvm_perfmap_s, now->jvm_perfmap_s);
@@ -578,7 +595,6 @@ static void keep_own_fixed(const struct daemon_opts *now, struct daemon_opts *ne
 	next->output_dir = now->output_dir;
 	next->output_format = now->output_format;
 	next->jvm_perfmap_s = now->jvm_perfmap_s;
-	next->pyro = now->pyro;
 }
 
 /*
@@ -618,6 +634,9 @@ static int apply_live(struct daemon_run *run)
 	run->out.keep_bytes = run->o.keep_mb << 20;
 	if (run->sym)
 		symbolizer_apply(run->sym, &run->o.prof.symbols);
+	for (int i = 0; i < run->noutputs; i++)
+		if (run->outputs[i].ops == &pyroscope_output)
+			pyroscope_reload(run->outputs[i].state, &run->o.pyro);	/* a failure is said, kept */
 	return 0;
 }
 

@@ -278,6 +278,26 @@ void *pyroscope_open(const struct pyroscope_opts *o)
 	return p;
 }
 
+int pyroscope_reload(void *state, const struct pyroscope_opts *o)
+{
+	struct pyroscope *p = state, *next = calloc_logged(1, sizeof(*next));
+
+	if (!next)
+		return -ENOMEM;
+	if (!make_headers(next, o) || !make_name(next, o)) {
+		log_error("reload: pyroscope: the running app, labels, auth and tenant are kept");
+		free(next);
+		return -EINVAL;
+	}
+	memcpy(p->name, next->name, sizeof(p->name));
+	memcpy(p->headers, next->headers, sizeof(p->headers));
+	free(next);
+	log_notice("reload: pyroscope: app %s, %d labels%s%s: used from the next push (the profiles already "
+		   "waiting keep their name)", o->app, o->nlabels, o->auth_file ? ", auth file read again" : "",
+		   o->tenant_file ? ", tenant file read again" : "");
+	return 0;
+}
+
 /* @prof as gzip'ed pprof, through the pprof exporter into a memory file. */
 static int encode_pprof(const struct profile *prof, uint8_t **out, size_t *len)
 {

@@ -34,6 +34,12 @@ bool pyroscope_check(const struct pyroscope_opts *o);
 /* Reads the auth files, opens the ledger and takes over what it holds; NULL after one line. */
 void *pyroscope_open(const struct pyroscope_opts *o);
 
+/*
+ * SIGHUP: @o's app, labels, auth and tenant files (read again) for the pushes from now on; the
+ * running ones kept after one line when a file cannot be read.  0 or -errno.
+ */
+int pyroscope_reload(void *state, const struct pyroscope_opts *o);
+
 extern const struct output_ops pyroscope_output;
 
 #endif /* PYROSCOPE_H */
