@@ -54,6 +54,12 @@ bg taskset -c 0 "$WL/threadsys" detach 400 50 5000
 ap_ok "--syscalls -- threadsys, beside another's dying threads" thr record --syscalls --syscall-filter getppid \
 	--weight calls --top 5 -o "$TMP/thr.folded" -- taskset -c 0 "$WL/threadsys" join 400 50 5000
 is "every call of the target's new threads counted" "$(awk '$1 == "threadsys;getppid" { print $2 }' "$TMP/thr.folded")" 20000
+# Without the fork program the note is never used: the same answer, by the slower path.
+bg taskset -c 0 "$WL/threadsys" detach 400 50 5000
+APERTURE_DISABLE_FEATURES=tp_sched_process_fork ap_ok "--syscalls -- threadsys, no fork program" thrnf \
+	record --syscalls --syscall-filter getppid --weight calls --top 5 -o "$TMP/thrnf.folded" \
+	-- taskset -c 0 "$WL/threadsys" join 400 50 5000
+is "no fork program: the target's calls, not the other's" "$(awk '$1 == "threadsys;getppid" { print $2 }' "$TMP/thrnf.folded")" 20000
 # Live targets (a pinned daemon, -p A): the kernel caches per task whether it
 # is a target, redone when control.cache_gen changes (aperture-ctl bumps it
 # after each change of the set).  A and B sleep 20 ms back to back, so the
