@@ -42,9 +42,9 @@ progs_of() {
 
 # wait_progs PID NAMES...: until PID holds programs of each name (60 s at most)
 wait_progs() {
-	local pid=$1 i n ids=()
+	local pid=$1 n p ids=()
 	shift
-	for i in $(seq 300); do
+	for _ in $(seq 300); do
 		mapfile -t ids < <(prog_ids_of "$pid")
 		n=0
 		for p in "$@"; do bpf_stats_of "${ids[@]}" | awk -v p="$p" '$2 == p { f = 1 } END { exit !f }' && n=$((n + 1)); done
@@ -58,12 +58,12 @@ wait_progs() {
 # one_run VARIANT: appends "VARIANT rate PP MM MU" (per CPU-second of each part) and
 # "VARIANT prog NAME ns runs" lines to $W/res
 one_run() {
-	local v=$1 mix i ids=() pp mm mu
+	local v=$1 mix ids=() pp mm mu
 	rm -f "$W"/pp* "$W"/mm* "$W"/mu*
 	( kill -STOP "$BASHPID"; exec bash "$W/mix.sh" ) &
 	mix=$!
 	BGPIDS+=("$mix")
-	for i in $(seq 500); do [ "$(awk '{ print $3 }' /proc/"$mix"/stat 2>/dev/null)" = T ] && break; sleep 0.01; done
+	for _ in $(seq 500); do [ "$(awk '{ print $3 }' /proc/"$mix"/stat 2>/dev/null)" = T ] && break; sleep 0.01; done
 	if [ "$v" != none ]; then
 		# shellcheck disable=SC2046
 		start_tool "$v" timeout -k 5 600 "$APERTURE" record $(flags_of "$v") -p "$mix" -d 500 --top 0 \
@@ -90,7 +90,7 @@ col() { awk -v v="$1" -v n="$2" '$1 == v && $2 == "rate" { print $n }' "$W/res" 
 # per_run VARIANT REGEX: the median over rounds of the summed ns per run of VARIANT's programs matching REGEX
 # (the cost per event of that hook: every program on it)
 per_run() {
-	awk -v v="$1" -v re="$2" '$2 == "rate" { r[$1]++ } $1 == v && $2 == "prog" && $3 ~ re { s[r[$1]] += $4 / $5; f = 1 }
+	awk -v v="$1" -v re="$2" '$2 == "rate" { r[$1]++ } $1 == v && $2 == "prog" && $3 ~ re { s[r[$1]] += $4 / $5 }
 		END { for (k in s) printf "%.1f\n", s[k] }' "$W/res" | median
 }
 
