@@ -11,6 +11,8 @@
 # more), {PID} becomes its pid, and the window is D seconds of its run:
 # bash bench/ab_progs.sh "-p {PID} --unwind dwarf -F 999" \
 #	"bench/build/deepstack-nofp 30 90 2" ./old ./aperture
+# A BINARY written cmd:COMMAND runs COMMAND as is instead (a peer beside
+# the builds, e.g. "cmd:syscount -d 120": tracefs is mounted for it).
 # Knobs: ROUNDS (3), D (8).  See bench/README.md.
 . "$(dirname "$0")/lib.sh"
 D=${D:-8}
@@ -38,8 +40,14 @@ main() {
 			BGPIDS+=("$wl")
 		fi
 		for ap in "$@"; do
-			# shellcheck disable=SC2086
-			start_tool "ab$i" timeout -k 5 300 "$ap" record ${args//"{PID}"/$wl} -d 120 --top 0 -o "$W/ab$i.folded" || exit 1
+			if [[ $ap == cmd:* ]]; then
+				need_tracefs
+				# shellcheck disable=SC2086
+				start_tool "ab$i" timeout -k 5 300 ${ap#cmd:} || exit 1
+			else
+				# shellcheck disable=SC2086
+				start_tool "ab$i" timeout -k 5 300 "$ap" record ${args//"{PID}"/$wl} -d 120 --top 0 -o "$W/ab$i.folded" || exit 1
+			fi
 			pids+=("$TOOL_PID")
 			i=$((i + 1))
 		done

@@ -90,21 +90,65 @@ static __always_inline bool syscall_kept(const struct syscalls_config *cfg, long
 }
 
 /*
- * With a pid filter, the last process found not to be a target on this CPU:
- * the first test of both programs, so that a process that is not a target
- * costs one note compare per program, no storage and no set lookup.  Sound
- * because a process's answer changes only when user space changes
- * target_pids (and then bumps control.cache_gen, in the note) or when the
- * kernel adds a child at fork (a new process: another leader start time).
+ * With a pid filter, the last task found not to be a target on this CPU,
+ * named by its pt_regs (the tracepoints' first argument: the top of its
+ * kernel stack, one per live task): the first test of both programs, so
+ * that a task that is not a target costs an array slot and three compares
+ * per program, no helper call (bpf_get_current_task_btf() alone costs
+ * ~10 ns a program on this kind of VM: a call and a mitigated return), no
+ * storage and no set lookup.  Sound because a task's answer changes only
+ * when user space changes target_pids (and then bumps control.cache_gen,
+ * in the note) or when the kernel adds a child at fork or removes one at
+ * its exit (a task that is gone); and a dead task's stack goes to a new
+ * task only at a fork, which bumps fork_gen (in the note) before the new
+ * task first runs.  Per task: threads of one process that take turns on a
+ * CPU each miss once per turn, and then the process note below answers.
  */
-LAST_SEEN_NOTE(not_target);
+struct not_target_note {
+	__u64 regs;
+	__u32 cache_gen;	/* control.cache_gen + 1: 0 is never written */
+	__u32 fork_gen;
+};
 
-/* The current process is this CPU's noted non-target; @now: its note either way. */
-static __always_inline bool not_target_noted(const struct aperture_control *ctl,
-					     struct last_seen *now)
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct not_target_note);
+} not_target SEC(".maps");
+
+/* The loader attached syscall_fork (tp_btf/sched_process_fork): without it the note is never used. */
+const volatile bool forks_counted = false;
+/* Forks of the machine since load (syscall_fork); any change makes every note stale. */
+__u32 fork_gen = 0;
+
+/* The last process found not to be a target on this CPU: a miss of the task note above. */
+LAST_SEEN_NOTE(not_target_process);
+
+/* The current task, whose pt_regs are @regs, is this CPU's noted non-target. */
+static __always_inline bool not_target_noted(const struct aperture_control *ctl, const void *regs)
 {
-	last_seen_current(ctl, now);
-	return last_seen_hit(&not_target, now);
+	__u32 zero = 0;
+	struct not_target_note *note;
+
+	if (!forks_counted)
+		return false;
+	note = bpf_map_lookup_elem(&not_target, &zero);
+	return note && note->regs == (__u64)regs && note->cache_gen == ctl->cache_gen + 1 &&
+	       note->fork_gen == fork_gen;
+}
+
+/* The current task, whose pt_regs are @regs, is this CPU's noted non-target from now. */
+static __always_inline void not_target_note(const void *regs, __u32 cache_gen, __u32 forks)
+{
+	__u32 zero = 0;
+	struct not_target_note *note = bpf_map_lookup_elem(&not_target, &zero);
+
+	if (!note)
+		return;
+	note->regs = (__u64)regs;
+	note->cache_gen = cache_gen;
+	note->fork_gen = forks;
 }
 
 /*
@@ -112,28 +156,38 @@ static __always_inline bool not_target_noted(const struct aperture_control *ctl,
  * else NULL.  Decided once per task and kept in its storage while
  * control.cache_gen stays the same (user space bumps it after changing
  * target_pids; a child the kernel adds at fork is a new task, with nothing
- * cached); a process found not to be one is this CPU's not_target note and
- * gets no storage.  The generation is read before the set: a change made
- * meanwhile is seen on the next call.
+ * cached); a task found not to be one is this CPU's not_target note (and
+ * its process the not_target_process note) and gets no storage.  The
+ * generations are read before the set: a change made meanwhile is seen on
+ * the next call.
  */
-static __always_inline struct syscalls_start *syscall_target(const struct aperture_control *ctl)
+static __always_inline struct syscalls_start *syscall_target(const struct aperture_control *ctl,
+							     const void *regs)
 {
+	__u32 forks = *(volatile __u32 *)&fork_gen;	/* before anything is decided, as cache_gen */
 	struct syscalls_start *start;
 	struct task_struct *task;
 	struct last_seen now;
 	__u8 *profilers;
 	bool wanted;
 
-	if (not_target_noted(ctl, &now))
+	if (not_target_noted(ctl, regs))
 		return NULL;
 	task = bpf_get_current_task_btf();
+	last_seen_of(ctl, task, &now);
+	if (last_seen_hit(&not_target_process, &now)) {
+		not_target_note(regs, now.cache_gen, forks);
+		return NULL;
+	}
 	start = bpf_task_storage_get(&syscall_start, task, NULL, 0);
 	if (start && start->cache_gen == now.cache_gen)
 		return start->wanted ? start : NULL;
 	profilers = bpf_map_lookup_elem(&target_pids, &now.tgid);
 	wanted = profilers && (*profilers & (1u << PROFILER_ID));
-	if (!wanted)
-		last_seen_set(&not_target, &now);
+	if (!wanted) {
+		last_seen_set(&not_target_process, &now);
+		not_target_note(regs, now.cache_gen, forks);
+	}
 	if (!wanted && !start)
 		return NULL;	/* not a target, and no storage made for it */
 	if (!start)
@@ -148,14 +202,15 @@ static __always_inline struct syscalls_start *syscall_target(const struct apertu
 }
 
 /* Where this call's entry time goes: the task's storage, or NULL when the call is not counted. */
-static __always_inline struct syscalls_start *syscall_start_of(const struct aperture_control *ctl)
+static __always_inline struct syscalls_start *syscall_start_of(const struct aperture_control *ctl,
+								const void *regs)
 {
 	struct syscalls_start *start;
 
 	if (ctl->cgroup_id && bpf_get_current_cgroup_id() != ctl->cgroup_id)
 		return NULL;
 	if (ctl->filter_pids)
-		return syscall_target(ctl);
+		return syscall_target(ctl, regs);
 	start = bpf_task_storage_get(&syscall_start, bpf_get_current_task_btf(), NULL,
 				     BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!start)
@@ -173,7 +228,7 @@ int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 
 	if (!ctl)
 		return 0;
-	start = syscall_start_of(ctl);
+	start = syscall_start_of(ctl, regs);
 	if (!start)
 		return 0;	/* the entry time only for targets: the exit sees none */
 	cfg = config_get();
@@ -184,36 +239,17 @@ int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
+/* One call of a target ended after @ns: into its counts (and a stack, a raw event: see below). */
+static __always_inline int syscall_count(void *ctx, struct aperture_control *ctl,
+					 struct syscalls_start *start, long ret)
 {
-	struct aperture_control *ctl;
-	struct syscalls_config *cfg;
-	struct syscalls_start *start;
+	struct syscalls_config *cfg = config_get();
 	struct syscalls_delta delta = {};
 	struct sample_key key = {};
-	struct last_seen now;
 	bool failed = ret < 0 && ret >= -4095;
-	__u64 enter_ns;
+	__u64 enter_ns = start->enter_ns;
 
-	ctl = control_get();
-	if (!ctl)
-		return 0;
-	/*
-	 * A process that is not a target: the note, as at the entry.  A call
-	 * whose entry saw its process a target just before user space changed
-	 * the set, before the bump, may be missed here: a change of targets
-	 * takes effect within a call.
-	 */
-	if (ctl->filter_pids && not_target_noted(ctl, &now))
-		return 0;
-	start = bpf_task_storage_get(&syscall_start, bpf_get_current_task_btf(), NULL, 0);
-	/* exit and exit_group never return; execve returns in a new image (counted). */
-	if (!start || !start->enter_ns || start->nr != (__u64)SYSCALL_NR(regs))
-		return 0;
-	enter_ns = start->enter_ns;
 	delta.ns = bpf_ktime_get_ns() - enter_ns;
-	cfg = config_get();
 	if (!cfg)
 		return 0;
 	delta.slot = hist_slot(delta.ns);
@@ -236,6 +272,37 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 		key.object = (__u32)key.object;	/* the number; the return value says the error */
 		raw_event_emit(ctl, EVENT_SYSCALL, &key, enter_ns, delta.ns, ret);
 	}
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
+{
+	struct aperture_control *ctl = control_get();
+	struct syscalls_start *start;
+
+	if (!ctl)
+		return 0;
+	/*
+	 * A process that is not a target: the note, as at the entry.  A call
+	 * whose entry saw its process a target just before user space changed
+	 * the set, before the bump, may be missed here: a change of targets
+	 * takes effect within a call.
+	 */
+	if (ctl->filter_pids && not_target_noted(ctl, regs))
+		return 0;
+	start = bpf_task_storage_get(&syscall_start, bpf_get_current_task_btf(), NULL, 0);
+	/* exit and exit_group never return; execve returns in a new image (counted). */
+	if (!start || !start->enter_ns || start->nr != (__u64)SYSCALL_NR(regs))
+		return 0;
+	return syscall_count(ctx, ctl, start, ret);
+}
+
+/* Any fork: a new task may have a dead task's kernel stack, so every not_target note is stale. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(syscall_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__sync_fetch_and_add(&fork_gen, 1);
 	return 0;
 }
 

@@ -38,16 +38,21 @@ struct last_seen {
 /* The last process found announced (process_seen). */
 LAST_SEEN_NOTE(last_seen);
 
-/* The current process as a note, in @now; @ctl: the caller's control map. */
-static __always_inline void last_seen_current(const struct aperture_control *ctl,
-					      struct last_seen *now)
+/* @task's process as a note, in @now; @ctl: the caller's control map. */
+static __always_inline void last_seen_of(const struct aperture_control *ctl, struct task_struct *task,
+					 struct last_seen *now)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-
 	now->start_time = task->group_leader->start_time;
 	now->exec_id = task->self_exec_id;
 	now->tgid = task->tgid;
 	now->cache_gen = ctl->cache_gen + 1;
+}
+
+/* The current process as a note, in @now; @ctl: the caller's control map. */
+static __always_inline void last_seen_current(const struct aperture_control *ctl,
+					      struct last_seen *now)
+{
+	last_seen_of(ctl, bpf_get_current_task_btf(), now);
 }
 
 /*

@@ -7,6 +7,7 @@
 require_root
 require_aperture
 require_workload sysburn
+require_workload threadsys
 
 K=100000; N=1000; M=50
 ap_ok "--syscalls -- sysburn" sc record --syscalls --syscall-errors --syscall-sort count --top 40 \
@@ -42,6 +43,23 @@ ap_ok "--syscall-stacks 10000" stk record --syscalls --syscall-stacks 10000 --to
 	-- "$WL/sysburn" 10 1 5
 ok "slow nanosleeps have the caller's stack" grep -qE '^sysburn;.*main;.*clock_nanosleep [0-9]+$' "$TMP/stk.folded"
 ok "fast calls stay without a stack" grep -qE '^sysburn;getppid [0-9]+$' "$TMP/stk.folded"
+# A new thread of a target may get the kernel stack of a dead thread of
+# another process: both pinned to one CPU, the other's detached threads die
+# while its main thread sleeps (nothing replaces this CPU's note of the dead
+# one) and their stacks go back to the CPU's cache.  The not-target note
+# names a task by its stack, and any fork makes every note stale: each of
+# the target's 400 threads has its 50 calls counted.  A build without the
+# fork generation in the note lost 50-250 of them (3 runs of 3).
+bg taskset -c 0 "$WL/threadsys" detach 400 50 5000
+ap_ok "--syscalls -- threadsys, beside another's dying threads" thr record --syscalls --syscall-filter getppid \
+	--weight calls --top 5 -o "$TMP/thr.folded" -- taskset -c 0 "$WL/threadsys" join 400 50 5000
+is "every call of the target's new threads counted" "$(awk '$1 == "threadsys;getppid" { print $2 }' "$TMP/thr.folded")" 20000
+# Without the fork program the note is never used: the same answer, by the slower path.
+bg taskset -c 0 "$WL/threadsys" detach 400 50 5000
+APERTURE_DISABLE_FEATURES=tp_sched_process_fork ap_ok "--syscalls -- threadsys, no fork program" thrnf \
+	record --syscalls --syscall-filter getppid --weight calls --top 5 -o "$TMP/thrnf.folded" \
+	-- taskset -c 0 "$WL/threadsys" join 400 50 5000
+is "no fork program: the target's calls, not the other's" "$(awk '$1 == "threadsys;getppid" { print $2 }' "$TMP/thrnf.folded")" 20000
 # Live targets (a pinned daemon, -p A): the kernel caches per task whether it
 # is a target, redone when control.cache_gen changes (aperture-ctl bumps it
 # after each change of the set).  A and B sleep 20 ms back to back, so the

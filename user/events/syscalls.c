@@ -82,7 +82,11 @@ static int syscalls_open(struct profiler *p, const struct profiler_opts *o)
 	priv->sort_by_count = so->sort_by_count;
 	priv->errors = so->errors;
 	p->priv = priv;
-	return PROFILER_OPEN_SKEL(p, syscalls);
+	/* The not-target note needs every fork counted (bpf/events/syscalls.bpf.c). */
+	return PROFILER_OPEN_SKEL_PREPARED(p, syscalls, ({
+		__skel->rodata->forks_counted = feature_has(FEAT_TP_SCHED_FORK);
+		bpf_program__set_autoload(__skel->progs.syscall_fork, __skel->rodata->forks_counted);
+	}));
 }
 
 static void syscalls_close(struct profiler *p)
