@@ -63,11 +63,14 @@ bad=0; total=0; sum=0
 for ((i = 0; i < ${#files[@]}; i++)); do
 	w=$(folded_total "${files[i]}"); n=${counted[i]:-0}
 	total=$((total + w)); sum=$((sum + n))
-	# A sample counted in the kernel after the drain that wrote the file is in the next one.
+	# A sample counted in the kernel after the drain that wrote the file is in the next one; the
+	# health line's count is read apart from the drain, so a daemon descheduled in between (a
+	# loaded machine) moves up to ~100 ms of samples (50 at 499 Hz) across the line.  The sum
+	# below must still match.
 	d=$((w - n)); d=${d#-}
-	[ "$d" -le $((n / 100 + 5)) ] || { bad=$((bad + 1)); diag "file $i: weight $w, health line $n"; }
+	[ "$d" -le $((n / 50 + 50)) ] || { bad=$((bad + 1)); diag "file $i: weight $w, health line $n"; }
 done
-is "each file holds its health line's samples (within 1% + 5)" "$bad" 0
+is "each file holds its health line's samples (within 2% + 50)" "$bad" 0
 is_within "all files hold all health lines' samples (within 1% + 5)" "$sum" "$total" $((sum / 100 + 5))
 want=$(( (cpu1 - cpu0) * HZ / 1000000000 ))
 is_within "  and the workload's CPU time at ${HZ} Hz (within 10%)" "$want" "$total" $((want / 10))
