@@ -18,7 +18,11 @@ is_within "getppid: $K calls counted (0.1%)" $K "$(row getppid 2)" $((K / 1000))
 is "close(-1): $N errors" "$(row close 3)" $N
 ok "close(-1): the errors are EBADF" grep -qE "^ +EBADF +$N\$" "$TMP/sc.out"
 is "nanosleep: $M calls" "$(row clock_nanosleep 2)" $M
-ok "nanosleep: all $M in the 16-32 ms slot" grep -qE "^ +16ms \.\. 33ms +$M \|" "$TMP/sc.out"
+# 20 ms asked; a loaded machine wakes some sleepers late, past 33.5 ms: sysburn times its own.
+in_slot=$(sed -n 's/^sysburn: nanosleeps_in_16_33ms=//p' "$TMP/sc.err")
+diag "nanosleeps that lasted 16.8-33.5 ms by sysburn's clock: ${in_slot:-none} of $M"
+is "nanosleep: the 16-33 ms slot holds those sysburn timed in it" \
+	"$(sed -nE 's/^ +16ms \.\. 33ms +([0-9]+) \|.*/\1/p' "$TMP/sc.out" | head -1)" "${in_slot:-none}"
 is "folded: the failed closes are a leaf of their own" "$(awk '$1 == "sysburn;close:EBADF" { print "y" }' "$TMP/sc.folded")" y
 ge "folded: getppid's total latency" "$(awk '$1 == "sysburn;getppid" { print $2 }' "$TMP/sc.folded")" 1000000
 ok "pprof: go tool pprof reads it" sh -c "HOME='$TMP' GOCACHE='$TMP/gocache' go tool pprof -symbolize=none -sample_index=calls -top '$TMP/sc.pb.gz' > '$TMP/sc.top' 2>/dev/null"
