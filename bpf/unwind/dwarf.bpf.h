@@ -7,7 +7,8 @@
  * frame's, else a binary search among the rows of the pc's page, by the
  * file's page index), computes the CFA, reads the return address at CFA - 8
  * and the saved rbp (through a per-CPU copy of the stack around them), and
- * goes on, in a bpf_loop (5.17+) so that the verifier checks one step, not 127.
+ * goes on, in a bpf_loop (5.17+) so that the verifier checks one step (up to
+ * UNWIND_BATCH frames: unwind_frames), not 127.
  * Mappings without a table (JIT code) are walked with frame pointers; where
  * neither works the stack ends in an APERTURE_IP_TRUNCATED frame.
  */
@@ -460,25 +461,21 @@ static __always_inline int unwind_row_step(struct unwind_cpu *c, __u32 *gen, str
 
 /*
  * Steps @r from the frame at its pc to its caller with @proc's tables, for
- * the walk of generation *@gen: by the row noted in unwind_cpu when the pc
- * is in the pcs it covers (a recursion: no search, no lookup), else by the
- * row unwind_find_row finds.  0 go on, 1 the end, UNWIND_STEP_FAIL, or
- * unwind_find_row's UNWIND_FIND_NO_MAPPING or UNWIND_FIND_FP (@r untouched).
- * One global function per frame: the CPU's note, the row and the reads of
- * the copy of the stack in one call and one lookup of unwind_cpu.
+ * the walk of generation *@gen, through @c (this CPU's unwind_cpu, or NULL):
+ * by the row noted there when the pc is in the pcs it covers (a recursion:
+ * no search, no lookup), else by the row unwind_find_row finds.  0 go on,
+ * 1 the end, UNWIND_STEP_FAIL, or unwind_find_row's UNWIND_FIND_NO_MAPPING
+ * or UNWIND_FIND_FP (@r untouched).
  */
-__noinline int unwind_frame(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r)
+static __always_inline int unwind_frame_in(struct unwind_cpu *c, __u32 *gen, struct unwind_proc *proc,
+					   struct unwind_regs *r)
 {
-	struct unwind_cpu *c;
 	struct unwind_row row, *found;
 	__u64 pc;
 	int idx;
 
-	if (!gen || !proc || !r)
-		return UNWIND_STEP_FAIL;
 	/* A return address may be just past the function (a call to a noreturn one). */
 	pc = r->precise ? r->pc : r->pc - 1;
-	c = unwind_cpu_get(gen);
 	if (c && pc >= c->row_lo && pc < c->row_hi) {
 		row = c->row;
 		barrier();
@@ -495,7 +492,57 @@ __noinline int unwind_frame(__u32 *gen, struct unwind_proc *proc, struct unwind_
 	return unwind_row_step(c, gen, r, &row);
 }
 
-/* bpf_loop callback: records the current frame, then steps to its caller. 1 stops. */
+/*
+ * unwind_frame_in as a global function (verified once): one frame's step,
+ * for a walk that has something to do between frames (CPython's).
+ */
+__noinline int unwind_frame(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r)
+{
+	if (!gen || !proc || !r)
+		return UNWIND_STEP_FAIL;
+	return unwind_frame_in(unwind_cpu_get(gen), gen, proc, r);
+}
+
+/* Frames one unwind_frames call records and steps, at most. */
+#define UNWIND_BATCH 8
+
+/*
+ * Records @r's frame in @st and steps @r to its caller, up to UNWIND_BATCH
+ * times, for a walk with nothing to do between frames (no CPython): one
+ * call of a global function and one lookup of unwind_cpu for that many
+ * frames, not one per frame.  Stops after a frame whose step did not give 0
+ * (and returns that answer, as unwind_frame does, the frame recorded), after
+ * a pc of 0, or when @st is full (0: the caller sees the depth).
+ */
+__noinline int unwind_frames(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r,
+			     struct aperture_stack *st)
+{
+	struct unwind_cpu *c;
+	__u64 depth;
+	int ret;
+
+	if (!gen || !proc || !r || !st)
+		return UNWIND_STEP_FAIL;
+	c = unwind_cpu_get(gen);
+	for (int i = 0; i < UNWIND_BATCH; i++) {
+		depth = st->depth;	/* 64 bits, checked where it indexes (6.1: see python_run_put) */
+		barrier_var(depth);
+		if (depth >= APERTURE_MAX_DEPTH)
+			return 0;
+		st->ips[depth] = r->pc;
+		st->depth = depth + 1;
+		ret = unwind_frame_in(c, gen, proc, r);
+		if (ret || !r->pc)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * bpf_loop callback: records the current frame, then steps to its caller (in
+ * a process without CPython frames, unwind_frames does both for several
+ * frames).  1 stops.
+ */
 static long unwind_step(__u64 index, void *arg)
 {
 	struct unwind_walk *w = arg;
@@ -507,13 +554,17 @@ static long unwind_step(__u64 index, void *arg)
 		w->truncated = true;
 		return 1;
 	}
-	st->ips[depth] = w->r.pc;
-	st->depth = depth + 1;
-	if (!python_frame(&w->py, st, w->r.precise ? w->r.pc : w->r.pc - 1)) {
-		w->truncated = true;
-		return 1;
+	if (w->py.proc) {
+		st->ips[depth] = w->r.pc;
+		st->depth = depth + 1;
+		if (!python_frame(&w->py, st, w->r.precise ? w->r.pc : w->r.pc - 1)) {
+			w->truncated = true;
+			return 1;
+		}
+		ret = unwind_frame(&w->gen, w->proc, &w->r);
+	} else {
+		ret = unwind_frames(&w->gen, w->proc, &w->r, st);
 	}
-	ret = unwind_frame(&w->gen, w->proc, &w->r);
 	if (ret == UNWIND_FIND_NO_MAPPING) {
 		unwind_report_miss(w);
 		w->truncated = true;
