@@ -360,6 +360,35 @@ static __always_inline bool unwind_read_near(struct unwind_cpu *c, __u32 *gen, _
 	return unwind_read_user(gen, out, addr) == 1;
 }
 
+/* One frame of @r by frame pointers, reading through @c: 0 go on, 1 the end (rbp 0), -1 could not. */
+static __always_inline int unwind_fp_step_in(struct unwind_cpu *c, __u32 *gen, struct unwind_regs *r)
+{
+	__u64 next_bp = 0, ra = 0;
+
+	if (!r->bp)
+		return 1;
+	if (!unwind_read_near(c, gen, &ra, r->bp + 8) || !unwind_read_near(c, gen, &next_bp, r->bp))
+		return -1;
+	/*
+	 * The return address is the caller's, whatever the caller keeps in rbp
+	 * (glibc's __libc_start_call_main has no frame pointer): keep it, and
+	 * end the chain after it unless the next frame lies above this one.
+	 */
+	if (next_bp <= r->bp)
+		next_bp = 0;
+	r->sp = r->bp + 16;
+	r->bp = next_bp;
+	r->pc = ra;
+	r->precise = 0;
+	return 0;
+}
+
+/* One frame by frame pointers (a mapping without a table in the DWARF walk): as unwind_fp_step_in. */
+static __always_inline int unwind_fp_step(struct unwind_walk *w)
+{
+	return unwind_fp_step_in(NULL, &w->gen, &w->r);
+}
+
 /*
  * Tells user space that this process's mappings are stale (a library loaded
  * since), at most every 50 ms per process: a process loading its modules
@@ -384,29 +413,6 @@ static __always_inline void unwind_report_miss(struct unwind_walk *w)
 	event->type = EVENT_UNWIND_MISS;
 	event->tgid = w->py.cur.tgid;
 	bpf_ringbuf_submit(event, 0);
-}
-
-/* One frame by frame pointers: 0 go on, 1 the end (rbp 0), -1 could not. */
-static __always_inline int unwind_fp_step(struct unwind_walk *w)
-{
-	__u64 next_bp = 0, ra = 0;
-
-	if (!w->r.bp)
-		return 1;
-	if (!unwind_read(w, &ra, w->r.bp + 8) || !unwind_read(w, &next_bp, w->r.bp))
-		return -1;
-	/*
-	 * The return address is the caller's, whatever the caller keeps in rbp
-	 * (glibc's __libc_start_call_main has no frame pointer): keep it, and
-	 * end the chain after it unless the next frame lies above this one.
-	 */
-	if (next_bp <= w->r.bp)
-		next_bp = 0;
-	w->r.sp = w->r.bp + 16;
-	w->r.bp = next_bp;
-	w->r.pc = ra;
-	w->r.precise = 0;
-	return 0;
 }
 
 /* The registers saved in the ucontext that __restore_rt's stack points at (x86_64 sigcontext). */
@@ -641,19 +647,39 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 	return 1;
 }
 
-/* bpf_loop callback of the frame-pointer walk: records the frame, steps to its caller. */
+/*
+ * Records @r's frame in @st and steps @r to its caller by frame pointers, up
+ * to UNWIND_BATCH times (as unwind_frames does for the tables): 1 when the
+ * walk is over (rbp 0 at _start, an unreadable frame or one not above the
+ * last, a pc of 0, a full stack), 0 to go on.
+ */
+__noinline int unwind_fp_frames(__u32 *gen, struct unwind_regs *r, struct aperture_stack *st)
+{
+	struct unwind_cpu *c;
+	__u64 depth;
+
+	if (!gen || !r || !st)
+		return 1;
+	c = unwind_cpu_get(gen);
+	for (int i = 0; i < UNWIND_BATCH; i++) {
+		depth = st->depth;	/* 64 bits, checked where it indexes (6.1: see python_run_put) */
+		barrier_var(depth);
+		if (depth >= APERTURE_MAX_DEPTH)
+			return 1;
+		st->ips[depth] = r->pc;
+		st->depth = depth + 1;
+		if (unwind_fp_step_in(c, gen, r) != 0 || !r->pc)
+			return 1;
+	}
+	return 0;
+}
+
+/* bpf_loop callback of the frame-pointer walk: up to UNWIND_BATCH frames. */
 static long unwind_fp_loop_step(__u64 index, void *arg)
 {
 	struct unwind_walk *w = arg;
-	struct aperture_stack *st = w->st;
-	__u32 depth = st->depth;
 
-	if (depth >= APERTURE_MAX_DEPTH)
-		return 1;
-	st->ips[depth] = w->r.pc;
-	st->depth = depth + 1;
-	/* The chain ends at rbp 0 (_start), at an unreadable frame or one not above the last. */
-	return unwind_fp_step(w) != 0 || !w->r.pc;
+	return unwind_fp_frames(&w->gen, &w->r, w->st) != 0;
 }
 
 /*
