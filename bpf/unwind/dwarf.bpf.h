@@ -7,7 +7,8 @@
  * frame's, else a binary search among the rows of the pc's page, by the
  * file's page index), computes the CFA, reads the return address at CFA - 8
  * and the saved rbp (through a per-CPU copy of the stack around them), and
- * goes on, in a bpf_loop (5.17+) so that the verifier checks one step, not 127.
+ * goes on, in a bpf_loop (5.17+) so that the verifier checks one step (up to
+ * UNWIND_BATCH frames: unwind_frames), not 127.
  * Mappings without a table (JIT code) are walked with frame pointers; where
  * neither works the stack ends in an APERTURE_IP_TRUNCATED frame.
  */
@@ -38,30 +39,39 @@ struct {
 	__type(value, struct unwind_row);
 } unwind_rows SEC(".maps");
 
+/* The registers a frame's step reads and writes (scalars only: a global function's argument). */
+struct unwind_regs {
+	__u64 pc;
+	__u64 sp;
+	__u64 bp;
+	__u32 precise;		/* pc is an exact pc (first frame, after a signal), not a return address */
+	__u32 pad;
+};
+
 /* The walk's state, on the caller's stack for the bpf_loop callback. */
 struct unwind_walk {
 	struct unwind_proc *proc;
 	struct aperture_stack *st;
-	__u64 pc;
-	__u64 sp;
-	__u64 bp;
+	struct unwind_regs r;
 	__u32 gen;		/* this walk's generation of the CPU's unwind_cpu */
-	bool precise;		/* pc is an exact pc (first frame, after a signal), not a return address */
 	bool truncated;
 	struct python_walk py;	/* CPython frames, in a process marked CPython (py.cur.tgid: the walk's tgid) */
 };
 
 /*
- * What a walk keeps between frames, per CPU (512 bytes do not fit on the
+ * What a walk keeps between frames, per CPU (a page does not fit on the
  * BPF stack, and the walk's state must stay small: its callers' frames and
  * the CPython walk's come close to the 512-byte limit):
  * - a copy of the user stack around the last address read: every frame reads
  *   its return address (and maybe the saved rbp) from the stack, and one
- *   bpf_probe_read_user of a few hundred bytes costs about what one of 8 does,
- *   so that neighbouring frames are read from the copy;
- * - the last row found and the pcs [lo, hi) it covers (absolute, within its
- *   mapping): a recursion's frames share a return address and skip both
- *   searches;
+ *   bpf_probe_read_user costs far more per call than per byte (copies of the
+ *   rest of the page instead of 512 bytes took 1-3 ns off each frame of a
+ *   95-frame stack, bench/unwind.sh's deepstack-nofp), so the copy runs from
+ *   just below the address read to the page's end and the frames above are
+ *   read from it;
+ * - the last row found (a copy of it) and the pcs [lo, hi) it covers
+ *   (absolute, within its mapping): a recursion's frames share a return
+ *   address and skip both searches and the row's lookup;
  * - the last frame's mapping, tried before the mapping search.
  * A walk owns it through its generation: it takes a new one at its start and
  * trusts what is here only while the generation is still its own, checked
@@ -70,7 +80,7 @@ struct unwind_walk {
  * and tables the loader rewrites between samples are never read through a
  * stale note.
  */
-#define UNWIND_WINDOW 512		/* bytes of stack copied at once; a power of 2 */
+#define UNWIND_WINDOW 4096		/* bytes of stack copied at once, at most; a power of 2 */
 #define UNWIND_WINDOW_BELOW 64		/* of them below the address read: a saved rbp sits under the return address */
 #define UNWIND_PAGE 4096		/* a copy never crosses a page: the next one may be unmapped */
 
@@ -80,7 +90,7 @@ struct unwind_cpu {
 	__u64 win_lo;		/* the user address of win[0] */
 	__u64 row_lo;
 	__u64 row_hi;		/* 0: no row noted */
-	__u32 row;
+	struct unwind_row row;	/* the row noted */
 	__u32 mapping;
 	__u8 win[UNWIND_WINDOW];
 };
@@ -224,35 +234,30 @@ static __always_inline void unwind_note_row(struct unwind_cpu *c, struct unwind_
 	hi = after ? m->bias + after->pc : m->end;
 	c->row_lo = lo > m->start ? lo : m->start;
 	c->row_hi = hi < m->end ? hi : m->end;
-	c->row = idx;
+	c->row = *row;
 }
 
 /*
  * The index in unwind_rows of the row for @pc in @proc's tables, or an
- * UNWIND_FIND_ answer, for the walk of generation *@gen (what it noted of
- * the frames before in unwind_cpu).  A global function, so that the verifier
- * checks its paths once, not inside every path of the walk's step (inlined,
- * they took syscall_exit with --syscall-stacks past a million instructions).
+ * UNWIND_FIND_ answer, for the walk of generation *@gen (the last frame's
+ * mapping it noted in unwind_cpu is tried first; the row found is noted).
+ * unwind_frame has tried the noted row already.  A global function, so that
+ * the verifier checks its paths once, not inside every path of the walk's
+ * step (inlined, they took syscall_exit with --syscall-stacks past a million
+ * instructions).
  */
 __noinline int unwind_find_row(__u32 *gen, struct unwind_proc *proc, __u64 pc)
 {
 	struct unwind_cpu *c;
 	struct unwind_mapping *m;
-	__u32 mapping = 0, row, lo, hi;
+	__u32 mapping = 0, lo, hi;
 	int idx;
 
 	if (!gen || !proc)
 		return UNWIND_FIND_NO_MAPPING;
 	c = unwind_cpu_get(gen);
-	if (c) {
-		if (pc >= c->row_lo && pc < c->row_hi) {
-			row = c->row;
-			barrier();
-			if (c->gen == *gen)
-				return row & 0x7fffffff;
-		}
+	if (c)
 		mapping = c->mapping;	/* only a hint: checked below */
-	}
 	m = &proc->mappings[mapping & (UNWIND_MAX_MAPPINGS - 1)];
 	if (pc < m->start || pc >= m->end) {
 		idx = unwind_mapping_index(proc, pc);
@@ -335,6 +340,56 @@ static __always_inline bool unwind_read(struct unwind_walk *w, __u64 *out, __u64
 }
 
 /*
+ * unwind_read_user's first answer, inline: the 8 bytes at @addr from @c's
+ * copy of the stack, trusted only while the copy is still the walk's
+ * (generation *@gen); else the global function's copy or read.
+ */
+static __always_inline bool unwind_read_near(struct unwind_cpu *c, __u32 *gen, __u64 *out, __u64 addr)
+{
+	__u64 off;
+
+	if (c) {
+		off = addr - c->win_lo;
+		if (c->win_len >= 8 && off <= c->win_len - 8 && off <= UNWIND_WINDOW - 8) {
+			*out = *(__u64 *)(c->win + off);
+			barrier();
+			if (c->gen == *gen)
+				return true;
+		}
+	}
+	return unwind_read_user(gen, out, addr) == 1;
+}
+
+/* One frame of @r by frame pointers, reading through @c: 0 go on, 1 the end (rbp 0), -1 could not. */
+static __always_inline int unwind_fp_step_in(struct unwind_cpu *c, __u32 *gen, struct unwind_regs *r)
+{
+	__u64 next_bp = 0, ra = 0;
+
+	if (!r->bp)
+		return 1;
+	if (!unwind_read_near(c, gen, &ra, r->bp + 8) || !unwind_read_near(c, gen, &next_bp, r->bp))
+		return -1;
+	/*
+	 * The return address is the caller's, whatever the caller keeps in rbp
+	 * (glibc's __libc_start_call_main has no frame pointer): keep it, and
+	 * end the chain after it unless the next frame lies above this one.
+	 */
+	if (next_bp <= r->bp)
+		next_bp = 0;
+	r->sp = r->bp + 16;
+	r->bp = next_bp;
+	r->pc = ra;
+	r->precise = 0;
+	return 0;
+}
+
+/* One frame by frame pointers (a mapping without a table in the DWARF walk): as unwind_fp_step_in. */
+static __always_inline int unwind_fp_step(struct unwind_walk *w)
+{
+	return unwind_fp_step_in(NULL, &w->gen, &w->r);
+}
+
+/*
  * Tells user space that this process's mappings are stale (a library loaded
  * since), at most every 50 ms per process: a process loading its modules
  * (python's dlopens at start) is re-read while it does, and one whose misses
@@ -360,110 +415,172 @@ static __always_inline void unwind_report_miss(struct unwind_walk *w)
 	bpf_ringbuf_submit(event, 0);
 }
 
-/* One frame by frame pointers: 0 go on, 1 the end (rbp 0), -1 could not. */
-static __always_inline int unwind_fp_step(struct unwind_walk *w)
-{
-	__u64 next_bp = 0, ra = 0;
-
-	if (!w->bp)
-		return 1;
-	if (!unwind_read(w, &ra, w->bp + 8) || !unwind_read(w, &next_bp, w->bp))
-		return -1;
-	/*
-	 * The return address is the caller's, whatever the caller keeps in rbp
-	 * (glibc's __libc_start_call_main has no frame pointer): keep it, and
-	 * end the chain after it unless the next frame lies above this one.
-	 */
-	if (next_bp <= w->bp)
-		next_bp = 0;
-	w->sp = w->bp + 16;
-	w->bp = next_bp;
-	w->pc = ra;
-	w->precise = false;
-	return 0;
-}
-
 /* The registers saved in the ucontext that __restore_rt's stack points at (x86_64 sigcontext). */
 #define UC_RBP 120
 #define UC_RSP 160
 #define UC_RIP 168
 
-/* One frame by a CFI row: 0 go on, 1 the end, -1 could not. */
-static __always_inline int unwind_row_step(struct unwind_walk *w, const struct unwind_row *row)
+/* unwind_frame's answer when the row's rule or a read failed (as for no row: the walk ends, truncated). */
+#define UNWIND_STEP_FAIL	UNWIND_FIND_NO_ROW
+
+/* One frame of @r by a CFI @row, reading through @c: 0 go on, 1 the end, UNWIND_STEP_FAIL. */
+static __always_inline int unwind_row_step(struct unwind_cpu *c, __u32 *gen, struct unwind_regs *r,
+					   const struct unwind_row *row)
 {
-	__u64 cfa = 0, ra = 0, bp = 0;
+	__u64 cfa = 0, ra = 0, bp = r->bp;
 
 	switch (row->cfa_rule) {
 	case UNWIND_CFA_RSP:
-		cfa = w->sp + row->cfa_off;
+		cfa = r->sp + row->cfa_off;
 		break;
 	case UNWIND_CFA_RBP:
-		cfa = w->bp + row->cfa_off;
+		cfa = r->bp + row->cfa_off;
 		break;
 	case UNWIND_CFA_PLT:
-		cfa = w->sp + 8 + ((w->pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
+		cfa = r->sp + 8 + ((r->pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
 		break;
 	case UNWIND_CFA_SIGNAL:
-		if (!unwind_read(w, &bp, w->sp + UC_RBP) || !unwind_read(w, &cfa, w->sp + UC_RSP) ||
-		    !unwind_read(w, &ra, w->sp + UC_RIP))
-			return -1;
-		w->bp = bp;
-		w->sp = cfa;
-		w->pc = ra;
-		w->precise = true;	/* the interrupted instruction itself */
+		if (!unwind_read_near(c, gen, &bp, r->sp + UC_RBP) ||
+		    !unwind_read_near(c, gen, &cfa, r->sp + UC_RSP) ||
+		    !unwind_read_near(c, gen, &ra, r->sp + UC_RIP))
+			return UNWIND_STEP_FAIL;
+		r->bp = bp;
+		r->sp = cfa;
+		r->pc = ra;
+		r->precise = 1;	/* the interrupted instruction itself */
 		return 0;
 	case UNWIND_CFA_END:
 		return 1;
 	default:
-		return -1;
+		return UNWIND_STEP_FAIL;
 	}
-	if (!unwind_read(w, &ra, cfa - 8))
-		return -1;
-	if (row->rbp_rule == UNWIND_RBP_OFFSET && !unwind_read(w, &w->bp, cfa + row->rbp_off))
-		return -1;
-	w->sp = cfa;
-	w->pc = ra;
-	w->precise = false;
+	if (!unwind_read_near(c, gen, &ra, cfa - 8))
+		return UNWIND_STEP_FAIL;
+	if (row->rbp_rule == UNWIND_RBP_OFFSET && !unwind_read_near(c, gen, &bp, cfa + row->rbp_off))
+		return UNWIND_STEP_FAIL;
+	r->bp = bp;
+	r->sp = cfa;
+	r->pc = ra;
+	r->precise = 0;
 	return 0;
 }
 
-/* bpf_loop callback: records the current frame, then steps to its caller. 1 stops. */
+/*
+ * Steps @r from the frame at its pc to its caller with @proc's tables, for
+ * the walk of generation *@gen, through @c (this CPU's unwind_cpu, or NULL):
+ * by the row noted there when the pc is in the pcs it covers (a recursion:
+ * no search, no lookup), else by the row unwind_find_row finds.  0 go on,
+ * 1 the end, UNWIND_STEP_FAIL, or unwind_find_row's UNWIND_FIND_NO_MAPPING
+ * or UNWIND_FIND_FP (@r untouched).
+ */
+static __always_inline int unwind_frame_in(struct unwind_cpu *c, __u32 *gen, struct unwind_proc *proc,
+					   struct unwind_regs *r)
+{
+	struct unwind_row row, *found;
+	__u64 pc;
+	int idx;
+
+	/* A return address may be just past the function (a call to a noreturn one). */
+	pc = r->precise ? r->pc : r->pc - 1;
+	if (c && pc >= c->row_lo && pc < c->row_hi) {
+		row = c->row;
+		barrier();
+		if (c->gen == *gen)
+			return unwind_row_step(c, gen, r, &row);
+	}
+	idx = unwind_find_row(gen, proc, pc);
+	if (idx < 0)
+		return idx;
+	found = bpf_map_lookup_elem(&unwind_rows, &idx);
+	if (!found)
+		return UNWIND_STEP_FAIL;
+	row = *found;
+	return unwind_row_step(c, gen, r, &row);
+}
+
+/*
+ * unwind_frame_in as a global function (verified once): one frame's step,
+ * for a walk that has something to do between frames (CPython's).
+ */
+__noinline int unwind_frame(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r)
+{
+	if (!gen || !proc || !r)
+		return UNWIND_STEP_FAIL;
+	return unwind_frame_in(unwind_cpu_get(gen), gen, proc, r);
+}
+
+/* Frames one unwind_frames call records and steps, at most. */
+#define UNWIND_BATCH 8
+
+/*
+ * Records @r's frame in @st and steps @r to its caller, up to UNWIND_BATCH
+ * times, for a walk with nothing to do between frames (no CPython): one
+ * call of a global function and one lookup of unwind_cpu for that many
+ * frames, not one per frame.  Stops after a frame whose step did not give 0
+ * (and returns that answer, as unwind_frame does, the frame recorded), after
+ * a pc of 0, or when @st is full (0: the caller sees the depth).
+ */
+__noinline int unwind_frames(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r,
+			     struct aperture_stack *st)
+{
+	struct unwind_cpu *c;
+	__u64 depth;
+	int ret;
+
+	if (!gen || !proc || !r || !st)
+		return UNWIND_STEP_FAIL;
+	c = unwind_cpu_get(gen);
+	for (int i = 0; i < UNWIND_BATCH; i++) {
+		depth = st->depth;	/* 64 bits, checked where it indexes (6.1: see python_run_put) */
+		barrier_var(depth);
+		if (depth >= APERTURE_MAX_DEPTH)
+			return 0;
+		st->ips[depth] = r->pc;
+		st->depth = depth + 1;
+		ret = unwind_frame_in(c, gen, proc, r);
+		if (ret || !r->pc)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * bpf_loop callback: records the current frame, then steps to its caller (in
+ * a process without CPython frames, unwind_frames does both for several
+ * frames).  1 stops.
+ */
 static long unwind_step(__u64 index, void *arg)
 {
 	struct unwind_walk *w = arg;
 	struct aperture_stack *st = w->st;
-	struct unwind_row *row;
 	__u32 depth = st->depth;
-	__u64 lookup;
-	int idx, ret;
+	int ret;
 
 	if (depth >= APERTURE_MAX_DEPTH) {
 		w->truncated = true;
 		return 1;
 	}
-	st->ips[depth] = w->pc;
-	st->depth = depth + 1;
-	/* A return address may be just past the function (a call to a noreturn one). */
-	lookup = w->precise ? w->pc : w->pc - 1;
-	if (!python_frame(&w->py, st, lookup)) {
-		w->truncated = true;
-		return 1;
+	if (w->py.proc) {
+		st->ips[depth] = w->r.pc;
+		st->depth = depth + 1;
+		if (!python_frame(&w->py, st, w->r.precise ? w->r.pc : w->r.pc - 1)) {
+			w->truncated = true;
+			return 1;
+		}
+		ret = unwind_frame(&w->gen, w->proc, &w->r);
+	} else {
+		ret = unwind_frames(&w->gen, w->proc, &w->r, st);
 	}
-	idx = unwind_find_row(&w->gen, w->proc, lookup);
-	if (idx == UNWIND_FIND_NO_MAPPING) {
+	if (ret == UNWIND_FIND_NO_MAPPING) {
 		unwind_report_miss(w);
 		w->truncated = true;
 		return 1;
 	}
-	if (idx == UNWIND_FIND_FP) {
+	if (ret == UNWIND_FIND_FP)
 		ret = unwind_fp_step(w);
-	} else {
-		row = idx >= 0 ? bpf_map_lookup_elem(&unwind_rows, &idx) : NULL;
-		ret = row ? unwind_row_step(w, row) : -1;
-	}
 	if (ret < 0)
 		w->truncated = true;
-	return ret != 0 || !w->pc;
+	return ret != 0 || !w->r.pc;
 }
 
 /* Appends @marker after the last frame of @st, or over it when the stack is full. */
@@ -494,9 +611,9 @@ static __always_inline bool unwind_walk_begin(struct unwind_walk *w, struct aper
 
 	if (!regs)
 		return false;
-	w->pc = regs->ip;
-	w->sp = regs->sp;
-	w->bp = regs->bp;
+	w->r.pc = regs->ip;
+	w->r.sp = regs->sp;
+	w->r.bp = regs->bp;
 	w->st = st;
 	st->depth = 0;
 	return true;
@@ -522,7 +639,7 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 		w.py.proc = bpf_map_lookup_elem(&python_procs, &w.py.cur.tgid);
 	if (!unwind_walk_begin(&w, st))
 		return 0;
-	w.precise = true;
+	w.r.precise = 1;
 	unwind_cpu_take(&w.gen);
 	bpf_loop(APERTURE_MAX_DEPTH + 1, unwind_step, &w, 0);
 	if (w.truncated)
@@ -530,19 +647,39 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 	return 1;
 }
 
-/* bpf_loop callback of the frame-pointer walk: records the frame, steps to its caller. */
+/*
+ * Records @r's frame in @st and steps @r to its caller by frame pointers, up
+ * to UNWIND_BATCH times (as unwind_frames does for the tables): 1 when the
+ * walk is over (rbp 0 at _start, an unreadable frame or one not above the
+ * last, a pc of 0, a full stack), 0 to go on.
+ */
+__noinline int unwind_fp_frames(__u32 *gen, struct unwind_regs *r, struct aperture_stack *st)
+{
+	struct unwind_cpu *c;
+	__u64 depth;
+
+	if (!gen || !r || !st)
+		return 1;
+	c = unwind_cpu_get(gen);
+	for (int i = 0; i < UNWIND_BATCH; i++) {
+		depth = st->depth;	/* 64 bits, checked where it indexes (6.1: see python_run_put) */
+		barrier_var(depth);
+		if (depth >= APERTURE_MAX_DEPTH)
+			return 1;
+		st->ips[depth] = r->pc;
+		st->depth = depth + 1;
+		if (unwind_fp_step_in(c, gen, r) != 0 || !r->pc)
+			return 1;
+	}
+	return 0;
+}
+
+/* bpf_loop callback of the frame-pointer walk: up to UNWIND_BATCH frames. */
 static long unwind_fp_loop_step(__u64 index, void *arg)
 {
 	struct unwind_walk *w = arg;
-	struct aperture_stack *st = w->st;
-	__u32 depth = st->depth;
 
-	if (depth >= APERTURE_MAX_DEPTH)
-		return 1;
-	st->ips[depth] = w->pc;
-	st->depth = depth + 1;
-	/* The chain ends at rbp 0 (_start), at an unreadable frame or one not above the last. */
-	return unwind_fp_step(w) != 0 || !w->pc;
+	return unwind_fp_frames(&w->gen, &w->r, w->st) != 0;
 }
 
 /*
