@@ -13,7 +13,7 @@ command -v bpftool >/dev/null || skip_all "bpftool missing"
 DIR=/sys/fs/bpf/aperture_cfg_$$
 CTL="$TOP/tools/aperture-ctl"
 CONF=$TMP/aperture.conf
-at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+unpin_at_exit "$DIR"
 
 # 1. The format and --check-config.
 cat >"$CONF" <<CONF

@@ -15,7 +15,7 @@ command -v bpftool >/dev/null || skip_all "bpftool missing"
 DIR=/sys/fs/bpf/aperture_degraded_$$
 CTL="$TOP/tools/aperture-ctl"
 export APERTURE
-at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+unpin_at_exit "$DIR"
 
 # wait_pin PATH: up to 10 s (x APERTURE_TEST_SCALE) for a pin to appear
 wait_pin() { local i; for ((i = 0; i < 100 * TEST_SCALE; i++)); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }

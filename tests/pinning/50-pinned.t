@@ -11,7 +11,7 @@ command -v bpftool >/dev/null || skip_all "bpftool missing"
 
 DIR=/sys/fs/bpf/aperture_test_$$	# bpffs refuses names with dots
 CTL="$TOP/tools/aperture-ctl"
-at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+unpin_at_exit "$DIR"
 
 # start_daemon ARGS: aperture run --pin $DIR ARGS in the background, waits for its pins
 # A fresh start is ready when oncpu_active is pinned (pinned last); a takeover when it says

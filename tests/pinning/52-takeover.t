@@ -13,7 +13,7 @@ command -v bpftool >/dev/null || skip_all "bpftool missing"
 
 DIR=/sys/fs/bpf/aperture_takeover_$$	# bpffs refuses names with dots
 CTL="$TOP/tools/aperture-ctl"
-at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+unpin_at_exit "$DIR"
 
 # start_daemon NAME ARGS: aperture run --pin $DIR --oncpu --offcpu ARGS in the
 # background (stderr in $TMP/NAME.err); waits until it profiles (a takeover applied)
