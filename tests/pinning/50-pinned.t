@@ -148,10 +148,17 @@ named_shares() {
 		awk '{ w[$1] += $2; t += $2 } END { for (f in w) printf "%s %.2f\n", f, 100 * w[f] / t }'
 }
 CB=$(readlink -f "$WL/cpuburn")
-# every cpuburn stack goes through main and burn_thread: % of its weight with a $CB+0xADDR frame
-in_file=$(awk -v c="cpuburn" -v f=";$CB+0x" -F';' '$1 == c { n = split($NF, a, " "); t += a[n]; if (index($0, f)) in_f += a[n] }
-	END { if (t) printf "%.1f\n", 100 * in_f / t }' "$TMP/after.folded")
-ge "$SRC: cpuburn's stacks have $CB+0xADDR frames (% of its samples, known 100)" "$in_file" 97
+# every cpuburn stack goes through main and burn_thread: % of its weight with a $CB+0xADDR frame,
+# of the stacks walked with its tables: those of its first moments, before the daemon's worker
+# built them, are frame-pointer walks marked [before-unwind-tables] (hex addresses, no FILE), as
+# documented: more of them on a loaded machine, where the worker waits for a CPU (96.9% whole
+# with them counted under two busy loops and two other test files)
+in_file=$(awk -v c="cpuburn" -v f=";$CB+0x" -F';' '$1 != c { next } { n = split($NF, a, " ") }
+	/before-unwind-tables|0xfffffffffffffffc/ { early += a[n]; next }
+	{ t += a[n]; if (index($0, f)) in_f += a[n] }
+	END { if (t) printf "%.1f %.0f\n", 100 * in_f / t, early }' "$TMP/after.folded")
+diag "$SRC: cpuburn's samples walked before its tables (left out): ${in_file#* }"
+ge "$SRC: cpuburn's stacks have $CB+0xADDR frames (% of its samples, known 100)" "${in_file% *}" 97
 named_shares cpuburn "$CB" "$CB" > "$TMP/named"
 diag "$SRC: cpuburn's leaves named by $A2L from $CB+0xADDR: $(tr '\n' ' ' < "$TMP/named")"
 is_within "$SRC: $A2L on FILE+0xADDR names burn_50 (%)" 50 "$(awk '$1 == "burn_50" { print $2 }' "$TMP/named")" 7
