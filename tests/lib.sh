@@ -183,6 +183,20 @@ unless_sanitized() {
 # proc_cpu_ns PID: the CPU time PID's live threads used so far, in ns (sum_exec_runtime from
 # /proc/PID/task/*/schedstat: exact, where utime and stime are tick samples)
 proc_cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "%.0f\n", t }'; }
+# wait_cpu PID NS MAX_S: waits until PID's threads used NS ns more CPU time than when called
+# (proc_cpu_ns), polling every 0.1 s for at most MAX_S (times TEST_SCALE) seconds of wall time;
+# fails on timeout or when PID is gone.  For a check that counts a busy workload's samples: a
+# fixed sleep gives it 1/3 of the samples when two other busy loops share the 2 cores, this the same.
+wait_cpu() {
+	local want i
+	want=$(awk -v now="$(proc_cpu_ns "$1")" -v ns="$2" 'BEGIN { printf "%.0f\n", now + ns }')
+	for ((i = 0; i < $3 * TEST_SCALE * 10; i++)); do
+		kill -0 "$1" 2>/dev/null || return 1
+		awk -v now="$(proc_cpu_ns "$1")" -v want="$want" 'BEGIN { exit !(now >= want) }' && return 0
+		sleep 0.1
+	done
+	return 1
+}
 # idle_ticks: machine-wide idle time so far, in USER_HZ ticks (/proc/stat)
 idle_ticks() { awk '$1 == "cpu" { print $5; exit }' /proc/stat; }
 

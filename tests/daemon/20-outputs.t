@@ -12,7 +12,7 @@ require_workload cpuburn pprof_decode
 
 PIN=/sys/fs/bpf/aperture_out_$$
 OUT=$TMP/out
-at_exit "'$APERTURE' run --unpin --pin '$PIN' >/dev/null 2>&1"
+unpin_at_exit "$PIN"
 bg "$WL/cpuburn" 60
 
 # daemon NAME SECONDS ARGS: runs the daemon for about SECONDS, then SIGTERM

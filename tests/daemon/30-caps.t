@@ -14,7 +14,7 @@ id nobody >/dev/null 2>&1 || skip_all "no user nobody"
 
 UNIT=$TOP/tools/aperture.service
 PIN=/sys/fs/bpf/aperture_caps_$$
-at_exit "'$APERTURE' run --unpin --pin '$PIN' >/dev/null 2>&1"
+unpin_at_exit "$PIN"
 # CAP_X -> x, keeping those this machine can grant (a container may lack some: said below)
 want=$(sed -n 's/^CapabilityBoundingSet=//p' "$UNIT")
 have=$(grep '^CapBnd' /proc/self/status | awk '{ print $2 }')

@@ -30,7 +30,7 @@ WARMUP=10			# seconds before the RSS reference
 RSS_TOLERANCE_KIB=4096
 PIN=/sys/fs/bpf/aperture_storm_$$
 OUT=$TMP/out
-at_exit "'$APERTURE' run --unpin --pin '$PIN' >/dev/null 2>&1"
+unpin_at_exit "$PIN"
 
 # storm SIDE SECONDS: starts storm$SIDE in the cgroup, without address randomization; sets BG_PID
 storm() {

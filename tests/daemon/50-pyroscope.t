@@ -24,7 +24,7 @@ DEAD_PORT=$((43000 + $$ % 1000))
 SRV=$TMP/srv
 export APERTURE_STATE_DIR=$TMP/state
 export GOCACHE=$TMP/gocache
-at_exit "'$APERTURE' run --unpin --pin '$PIN' >/dev/null 2>&1"
+unpin_at_exit "$PIN"
 printf 'stack-7:secret pass\n' >"$TMP/auth"
 printf 'tenant-a\n' >"$TMP/tenant"
 

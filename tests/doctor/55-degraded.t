@@ -15,7 +15,7 @@ command -v bpftool >/dev/null || skip_all "bpftool missing"
 DIR=/sys/fs/bpf/aperture_degraded_$$
 CTL="$TOP/tools/aperture-ctl"
 export APERTURE
-at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+unpin_at_exit "$DIR"
 
 # wait_pin PATH: up to 10 s (x APERTURE_TEST_SCALE) for a pin to appear
 wait_pin() { local i; for ((i = 0; i < 100 * TEST_SCALE; i++)); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
@@ -59,12 +59,20 @@ is "doctor exits 1 when on-CPU profiling cannot run" "$AP_RC" 1
 ok "doctor says why" grep -q 'on-CPU profiling cannot run: no (perf_event_open: ' "$TMP/docbad.err"
 
 # 3. No batch ops: snapshots walk the maps, same counts.
-bg "$WL/cpuburn" 60; W=$BG_PID
-APERTURE_DISABLE_FEATURES=batch_ops run_ap walk record -d 3 -p "$W" -o "$TMP/walk.folded"
+bg "$WL/cpuburn" 600; W=$BG_PID	# killed at the end of 5.
+w0=$(proc_cpu_ns "$W")
+APERTURE_DISABLE_FEATURES=batch_ops run_ap walk record -F 499 -d 3 -p "$W" -o "$TMP/walk.folded"
+w_ns=$(( $(proc_cpu_ns "$W") - w0 ))
 is "record without batch ops exits 0" "$AP_RC" 0
-# One busy thread at 99 Hz for 3 s, less what a loaded 2-core machine takes away.
-ge "without batch ops: the samples are all there" "$(folded_total "$TMP/walk.folded")" 200
-ge "without batch ops: burn_50 leads" "$(leaf_weight "$TMP/walk.folded" burn_50)" 100
+# One busy thread at 499 Hz for the 3 s window, at the share of a CPU it got over aperture's whole
+# run (its CPU time, proc_cpu_ns), less 25% (aperture's own start takes CPU from it): the fixed
+# 200 of 297 at 99 Hz this replaces needs two thirds of a CPU, which a loaded machine does not
+# give it (under heavy load here: 10% of one, 27 samples at 99 Hz, too few for burn_50's share).
+diag "without batch ops: cpuburn used $w_ns ns of CPU in the ${AP_SECS} s run"
+ge "without batch ops: the samples are all there (75% of its share of a CPU x 3 s x 499 Hz)" \
+	"$(folded_total "$TMP/walk.folded")" \
+	"$(awk -v t="$w_ns" -v s="$AP_SECS" 'BEGIN { printf "%.0f\n", t / 1e9 / s * 3 * 499 * 0.75 }')"
+ge "without batch ops: burn_50 leads (>= 35% of the samples, known 50)" "$(leaf_share "$TMP/walk.folded" burn_50)" 35
 
 # 4. No iterators (forced): the daemon pins everything else, says so once, dump stands in.
 #    dd reading /dev/urandom spends its time in the kernel, so kernel frames are
@@ -81,7 +89,9 @@ done
 is "every other pin exists" "$missing" ""
 is "one warning names the missing pins and why" \
 	"$(grep -c 'pinned without oncpu_folded (iter_map_elem: switched off by APERTURE_DISABLE_FEATURES), processes (iter_task: ' "$TMP/noiter.err")" 1
-sleep 2
+# 2 s of cpuburn's own CPU time (198 samples at 99 Hz), not 2 s of wall time: beside dd and
+# two busy loops it gets less than half a CPU, fewer than the 100 samples checked for.
+wait_cpu "$W" 2000000000 60 || diag "cpuburn did not use 2 s of CPU in 60 s"
 run_ap dump dump --pin "$DIR" oncpu
 is "aperture dump exits 0" "$AP_RC" 0
 ok "dump lines are folded stacks" test "$(folded_bad_lines "$TMP/dump.out")" -eq 0
@@ -151,12 +161,13 @@ fresh_start_fails() {
 	APERTURE_FAIL_AT=$n timeout --preserve-status -s INT $((4 * TEST_SCALE)) "$APERTURE" run --pin "$DIR" "$@" \
 		>/dev/null 2>"$TMP/fail.err" || FS_RC=$?
 }
-# progs_back WANT: the unaccounted on-CPU and off-CPU programs ("N M") are back to WANT within 1 s
-# (x APERTURE_TEST_SCALE): a removed pin frees its link and program from a kernel work item, and
-# another test's loader may be exiting meanwhile.
+# progs_back WANT: the unaccounted on-CPU and off-CPU programs ("N M") are back to WANT within 3 s
+# (x APERTURE_TEST_SCALE): a removed pin frees its link and program from a kernel work item (which
+# waits for a CPU like anything else on a loaded machine), and another test's loader may be
+# exiting meanwhile.
 progs_back() {
 	local i
-	for ((i = 0; i < 10 * TEST_SCALE; i++)); do
+	for ((i = 0; i < 30 * TEST_SCALE; i++)); do
 		[ "$(ap_programs oncpu_sample) $(ap_programs offcpu_switch)" = "$1" ] && return 0
 		sleep 0.1
 	done

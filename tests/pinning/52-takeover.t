@@ -13,7 +13,7 @@ command -v bpftool >/dev/null || skip_all "bpftool missing"
 
 DIR=/sys/fs/bpf/aperture_takeover_$$	# bpffs refuses names with dots
 CTL="$TOP/tools/aperture-ctl"
-at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+unpin_at_exit "$DIR"
 
 # start_daemon NAME ARGS: aperture run --pin $DIR --oncpu --offcpu ARGS in the
 # background (stderr in $TMP/NAME.err); waits until it profiles (a takeover applied)
@@ -58,7 +58,7 @@ JOIN_RE='^sleeper_[0-9];.*;futex_wait_\[k\]'
 #    time has its 50 ms sleeps counted (the known answer the filter below removes).
 cp "$WL/cpuburn" "$TMP/burn_a"; cp "$WL/cpuburn" "$TMP/burn_b"; cp "$WL/cpuburn" "$TMP/burn_c"
 cp "$WL/cpuburn" "$TMP/burn_d"; cp "$WL/sleeper" "$TMP/sleeper_0"; cp "$WL/sleeper" "$TMP/sleeper_1"
-bg "$TMP/burn_a" 120 >/dev/null; A=$BG_PID
+bg "$TMP/burn_a" 600 >/dev/null; A=$BG_PID	# killed at exit; alive for every check of it
 held sleeper_0 2; S0=$HELD
 ok "first daemon starts" start_daemon first -p "$A,$S0"
 release sleeper_0
@@ -66,7 +66,8 @@ wait_gone "$S0" 10
 slept=$(kv "$TMP/sleeper_0.out" slept_ns)
 folded offcpu > "$TMP/off0.folded"
 is_within "first daemon: the 50 ms sleeps counted (ns, 10%)" "$slept" "$(stack_weight "$TMP/off0.folded" "$SLEEP_RE")" "$((slept / 10))"
-ge "first daemon: A counted" "$(comm_weight burn_a)" 50
+wait_cpu "$A" 1000000000 60 || diag "burn_a did not use 1 s of CPU in 60 s"
+ge "first daemon: A counted (over 1 s of its CPU at least)" "$(comm_weight burn_a)" 50
 
 # 2. kill -9, and a restart with other targets and --min-block-us: A stops
 #    being counted, B is counted from its first sample, the new minimum drops
@@ -135,7 +136,7 @@ refused freq '--freq 199 (loaded: 99)' --oncpu --offcpu -F 199
 refused kinds 'profilers oncpu (loaded: oncpu,offcpu)' --oncpu
 refused stacks '--stacks-max 4096 (loaded: 16384)' --oncpu --offcpu --stacks-max 4096
 is "the refusals left the pins as they were" "$(ls "$DIR" | sort | tr '\n' ' ')" "$pins_before"
-g1=$(comm_weight burn_a); sleep 1; g2=$(comm_weight burn_a)
+g1=$(comm_weight burn_a); wait_cpu "$A" 500000000 60; g2=$(comm_weight burn_a)
 is "  with the last daemon's cgroup filter (A not counted)" "$((g2 - g1))" 0
 
 # 5. The daemon's user stacks are walked by DWARF CFI where the code has no
@@ -152,7 +153,10 @@ if [ -x /usr/bin/xz ]; then
 	cp /usr/bin/xz "$TMP/xz_a"; cp /usr/bin/xz "$TMP/xz_b"
 	bg "$TMP/xz_a" -9 -T1 -c "$TMP/rand.bin" >/dev/null; XA=$BG_PID
 	ok "daemon on xz starts" start_daemon xz1 -F 499 -p "$XA"
-	sleep 10	# its first samples wait for the tables (marked [before-unwind-tables]): 2-5% of 6 s here
+	# Its first samples wait for the tables (marked [before-unwind-tables]): 2-5% of 6 s here.  They
+	# cost about the same CPU time of xz on a loaded machine, where a fixed sleep gives xz less CPU:
+	# the runs are measured in xz's own CPU time (wait_cpu), 8 s of it here, 6 s after the restart.
+	wait_cpu "$XA" 8000000000 120 || diag "xz_a did not use 8 s of CPU in 120 s"
 	"$APERTURE" dump --pin "$DIR" --symbolize oncpu > "$TMP/xz1.folded"
 	n1=$(stack_weight "$TMP/xz1.folded" '^xz_a;'); r1=$(stack_weight "$TMP/xz1.folded" '^xz_a;.*;__libc_start_call_main;')
 	ge "xz: samples" "$n1" 200
@@ -162,7 +166,7 @@ if [ -x /usr/bin/xz ]; then
 	held xz_b "-9 -T1 -c $TMP/rand.bin"; XB=$HELD
 	ok "restart on xz starts" start_daemon xz2 -F 499 -p "$XA,$XB"
 	release xz_b
-	sleep 6
+	wait_cpu "$XB" 6000000000 120 || diag "xz_b did not use 6 s of CPU in 120 s"
 	"$APERTURE" dump --pin "$DIR" --symbolize oncpu > "$TMP/xz2.folded"
 	n2=$(stack_weight "$TMP/xz2.folded" '^xz_a;'); r2=$(stack_weight "$TMP/xz2.folded" '^xz_a;.*;__libc_start_call_main;')
 	diag "xz_a since the restart: $((r2 - r1)) of $((n2 - n1)) samples reach main"

@@ -11,7 +11,7 @@ require_workload cpuburn
 command -v bpftool >/dev/null || skip_all "bpftool missing"
 
 DIR=/sys/fs/bpf/aperture_children_$$
-at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+unpin_at_exit "$DIR"
 # Two commands with the same known work under their own names (comms).
 cp "$WL/cpuburn" "$TMP/burn_a"; cp "$WL/cpuburn" "$TMP/burn_b"
 A="$TMP/burn_a"; B="$TMP/burn_b"

@@ -72,7 +72,7 @@ is "no fork program: the target's calls, not the other's" "$(awk '$1 == "threads
 if command -v bpftool >/dev/null; then
 	DIR=/sys/fs/bpf/aperture_test_sc_$$
 	CTL="$TOP/tools/aperture-ctl"
-	at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+	unpin_at_exit "$DIR"
 	cp "$WL/sysburn" "$TMP/sc_a"; cp "$WL/sysburn" "$TMP/sc_b"
 	bg "$TMP/sc_a" 0 0 3000; A=$BG_PID
 	bg "$TMP/sc_b" 0 0 3000; B=$BG_PID

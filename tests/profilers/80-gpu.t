@@ -139,7 +139,7 @@ is "late load: all 500 vecAdd launches seen" "$(row2 vecAdd)" 500
 # the daemon's tick, and those probes are pinned with the rest (they outlive the daemon).
 # Its own name: the machine's counts hold other processes' too.
 LDIR=/sys/fs/bpf/aperture-test-gpu-late-$$
-at_exit "'$APERTURE' run --unpin --pin '$LDIR' >/dev/null 2>&1"
+unpin_at_exit "$LDIR"
 "$APERTURE" run --pin "$LDIR" --gpu 2>"$TMP/ldaemon.err" &
 ldaemon=$!
 _bg_pids+=("$ldaemon")
@@ -158,7 +158,7 @@ run_ap lunpin run --unpin --pin "$LDIR"
 
 # Pinned: run --pin --gpu on a process that already has the driver loaded.
 DIR=/sys/fs/bpf/aperture-test-gpu-$$
-at_exit "'$APERTURE' run --unpin --pin '$DIR' >/dev/null 2>&1"
+unpin_at_exit "$DIR"
 bg "$WL/gpuapp" 300 0 0 0 1 0 4000 >"$TMP/pin.app"	# launches 4.3 s after start
 app_pid=$BG_PID
 sleep 0.6	# loaded and in cuInit's wait
