@@ -42,7 +42,7 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 		unwind_mark(st, APERTURE_IP_NO_TABLES);
 	if (!st->depth)	/* e.g. no kernel stack for a sample taken in user mode */
 		return 0;
-	return stack_save(st);
+	return stack_save();
 }
 
 /*
