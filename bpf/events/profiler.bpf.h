@@ -24,8 +24,10 @@
 static __always_inline void key_fill_stacks(void *ctx, const struct aperture_control *ctl,
 					    struct sample_key *key)
 {
-	stacks_fill(ctx, ctl, key);
-	if (ctl->stack_mode != STACK_MODE_KERNEL && bpf_get_current_task_btf()->mm)
+	bool user = stacks_user(ctl);
+
+	stacks_fill(ctx, ctl, key, user);
+	if (user)
 		process_seen(ctl, bpf_get_current_pid_tgid() >> 32);
 }
 

@@ -30,20 +30,28 @@ struct {
 	__uint(max_entries, APERTURE_EVENTS_RING_BYTES);
 } events SEC(".maps");
 
-/* Announces @tgid the first time it shows up; @ctl: the caller's control map. */
-static __always_inline void process_seen(const struct aperture_control *ctl, __u32 tgid)
+/*
+ * Announces @tgid the first time it shows up; @ctl: the caller's control map.
+ * Returns 0.  A global function, checked once: inlined, the verifier walked
+ * it (and its search of the kernel's BTF for task->group_leader) once per
+ * path of the stack walks before it.
+ */
+__noinline int process_seen(const struct aperture_control *ctl, __u32 tgid)
 {
 	struct aperture_event *event;
 	struct last_seen now;
-	bool noted = last_seen_now(ctl, tgid, &now);
+	bool noted;
 	__u8 one = 1;
 
+	if (!ctl)
+		return 0;
+	noted = last_seen_now(ctl, tgid, &now);
 	if (noted && last_seen_hit(&last_seen, &now))
-		return;
+		return 0;
 	if (bpf_map_lookup_elem(&seen_tgids, &tgid)) {
 		if (noted)
 			last_seen_set(&last_seen, &now);
-		return;
+		return 0;
 	}
 	bpf_map_update_elem(&seen_tgids, &tgid, &one, BPF_ANY);
 	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
@@ -51,13 +59,14 @@ static __always_inline void process_seen(const struct aperture_control *ctl, __u
 		/* Not announced: its next event tries again (else no tables, no names, for its life). */
 		bpf_map_delete_elem(&seen_tgids, &tgid);
 		stat_inc(STAT_EVENTS_LOST);
-		return;
+		return 0;
 	}
 	event->type = EVENT_NEW_PROCESS;
 	event->tgid = tgid;
 	bpf_ringbuf_submit(event, 0);
 	if (noted)
 		last_seen_set(&last_seen, &now);
+	return 0;
 }
 
 /*

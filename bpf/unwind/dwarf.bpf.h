@@ -147,7 +147,7 @@ static __always_inline struct unwind_cpu *unwind_cpu_get(__u32 *gen)
  */
 __noinline int unwind_row_index(__u32 first, __u32 lo, __u32 hi, __u64 rel)
 {
-	__u32 idx;
+	__u32 idx, above;
 
 	for (int i = 0; i < UNWIND_ROW_STEPS && lo < hi; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
@@ -157,10 +157,16 @@ __noinline int unwind_row_index(__u32 first, __u32 lo, __u32 hi, __u64 rel)
 		row = bpf_map_lookup_elem(&unwind_rows, &idx);
 		if (!row)
 			return -1;
-		if (row->pc <= rel)
-			lo = mid + 1;
-		else
-			hi = mid;
+		/*
+		 * hi = mid when the row starts above @rel, else lo = mid + 1, by
+		 * arithmetic (both are file offsets, below 2^63): a branch here
+		 * split the verifier's states at each step (2455 instructions
+		 * for this function against 1120 so), as in unwind_mapping_index.
+		 */
+		above = -(__u32)((rel - row->pc) >> 63);
+		barrier_var(above);
+		hi -= (hi - mid) & above;
+		lo += (mid + 1 - lo) & ~above;
 	}
 	return lo ? (int)(first + lo - 1) : -1;
 }

@@ -32,13 +32,17 @@ struct {
 
 /*
  * A global function: the verifier checks it once on its own, instead of
- * every path through it times every path of the caller.
+ * every path through it times every path of the caller.  Its step takes no
+ * branch on which half to keep: with `if (addr < start) hi = mid; else lo =
+ * mid + 1`, each of the 8 steps doubled the states the verifier walked (it
+ * tracks lo and hi exactly, as they index the mappings): 6946 instructions
+ * for this function alone, against 863 so.
  */
 
 /* Index of the mapping of @proc holding @addr, or -1. */
 __noinline int unwind_mapping_index(struct unwind_proc *proc, __u64 addr)
 {
-	__u32 lo = 0, hi;
+	__u32 lo = 0, hi, below;
 
 	if (!proc)
 		return -1;
@@ -49,12 +53,18 @@ __noinline int unwind_mapping_index(struct unwind_proc *proc, __u64 addr)
 		__u32 mid = ((lo + hi) / 2) & (UNWIND_MAX_MAPPINGS - 1);
 		struct unwind_mapping *m = &proc->mappings[mid];
 
-		if (addr < m->start)
-			hi = mid;
-		else if (addr >= m->end)
-			lo = mid + 1;
-		else
+		if (addr >= m->start && addr < m->end)
 			return mid;
+		/*
+		 * 0xffffffff when @addr is below the mapping (then hi = mid),
+		 * else 0 (lo = mid + 1): user addresses are below 2^63, so the
+		 * difference's sign says which (an address above 2^63 is in no
+		 * mapping and ends as -1 whichever way it goes).
+		 */
+		below = -(__u32)((addr - m->start) >> 63);
+		barrier_var(below);	/* kept as arithmetic, not turned back into a branch */
+		hi -= (hi - mid) & below;
+		lo += (mid + 1 - lo) & ~below;
 	}
 	return -1;
 }

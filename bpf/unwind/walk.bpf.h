@@ -42,19 +42,31 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 		unwind_mark(st, APERTURE_IP_NO_TABLES);
 	if (!st->depth)	/* e.g. no kernel stack for a sample taken in user mode */
 		return 0;
-	return stack_save(st);
+	return stack_save();
 }
 
-/* Fills the stack ids of @key according to control.stack_mode. */
-static __always_inline void stacks_fill(void *ctx, const struct aperture_control *ctl,
-					struct sample_key *key)
+/*
+ * Whether the current task's user stack is to be walked: asked for, and the
+ * task has one (kernel threads have none: not a loss, nothing to walk).
+ * Asked once per event: each load of a task's pointer field costs the
+ * verifier a search of the kernel's BTF by name (whether the pointer is
+ * trusted), once per path that reaches it.
+ */
+static __always_inline bool stacks_user(const struct aperture_control *ctl)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	return ctl->stack_mode != STACK_MODE_KERNEL && bpf_get_current_task_btf()->mm;
+}
 
+/*
+ * Fills the stack ids of @key according to control.stack_mode; @user: the
+ * caller found the user stack asked for and the task has one (stacks_user).
+ */
+static __always_inline void stacks_fill(void *ctx, const struct aperture_control *ctl,
+					struct sample_key *key, bool user)
+{
 	key->user_stack_id = 0;
 	key->kernel_stack_id = 0;
-	/* Kernel threads have no user stack: not a loss, nothing to walk. */
-	if (ctl->stack_mode != STACK_MODE_KERNEL && task->mm)
+	if (user)
 		key->user_stack_id = stack_store(ctx, true);
 	if (ctl->stack_mode != STACK_MODE_USER)
 		key->kernel_stack_id = stack_store(ctx, false);
