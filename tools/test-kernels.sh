@@ -10,8 +10,8 @@
 #      tools/test-kernels.sh --modes normal --tests 55-degraded linux-image-6.12-cloud-amd64
 #
 # Each kernel image (default: Debian bookworm's newest linux-image-6.1.0-*-cloud-amd64,
-# fetched with apt-get download into build/kernels/) is booted under qemu (KVM where /dev/kvm
-# opens, else TCG) with an initramfs holding busybox, the static aperture, frame-pointer workloads
+# fetched with apt-get download into build/kernels/) is booted under qemu (TCG: there is no
+# KVM here) with an initramfs holding busybox, the static aperture, frame-pointer workloads
 # and a static pprof decoder.  The guest's /init runs a smoke subset and prints TAP lines on
 # the serial console: aperture --version, doctor, record on-CPU (shares of cpuburn's
 # burn_50/30/20 from the decoded pprof) and off-CPU, run --pin with takeover after kill -9,
@@ -52,9 +52,7 @@
 #   QEMU_MEM QEMU_SMP guest memory (MiB, default 1024; 3072 at least with test files) and CPUs (default 2)
 #   VERBOSE=1         record/run with -vv in the guest (libbpf and verifier logs on failure)
 #   KERNEL_PKG        the Debian kernel package to fetch when no image is given
-#   QEMU_ACCEL        kvm (-cpu host less arch-capabilities: a nested KVM refuses that MSR) or tcg (-cpu max) (default: kvm where /dev/kvm opens,
-#                     else tcg)
-#   TEST_SCALE        APERTURE_TEST_SCALE in the guest (default 10 under tcg, 2 under kvm)
+#   TEST_SCALE        APERTURE_TEST_SCALE in the guest (default 10)
 #   TESTS_TIMEOUT     seconds before a boot that runs test files is killed (default 7200)
 set -euo pipefail
 
@@ -69,14 +67,7 @@ VERBOSE=${VERBOSE:-0}
 MODES=normal,confidentiality,integrity
 TESTS=pinning/50-pinned,doctor/55-degraded,profilers/60-locks
 TEST_MODES=normal
-if [ -z "${QEMU_ACCEL:-}" ]; then
-	if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then QEMU_ACCEL=kvm; else QEMU_ACCEL=tcg; fi
-fi
-case $QEMU_ACCEL in
-kvm) ACCEL_ARGS=(-accel kvm -cpu host,-arch-capabilities); TEST_SCALE=${TEST_SCALE:-2} ;;
-tcg) ACCEL_ARGS=(-accel tcg -cpu max); TEST_SCALE=${TEST_SCALE:-10} ;;
-*) echo "test-kernels: QEMU_ACCEL is kvm or tcg, not $QEMU_ACCEL" >&2; exit 2 ;;
-esac
+TEST_SCALE=${TEST_SCALE:-10}
 TESTS_TIMEOUT=${TESTS_TIMEOUT:-7200}
 REBUILD_ROOT=0
 PKGS="qemu-system-x86 busybox-static cpio file gcc protobuf-c-compiler libprotobuf-c-dev zlib1g-dev squashfs-tools xz-utils zstd kmod"
@@ -573,7 +564,7 @@ boot() {	# boot VMLINUZ MODE LOG [TESTS]
 		       -drive "file=$TREE_IMG,format=raw,if=virtio,readonly=on")
 	fi
 	timeout -k 10 "$secs" nice -n 19 qemu-system-x86_64 \
-		-nographic -no-reboot -m "$mem" -smp "$QEMU_SMP" "${ACCEL_ARGS[@]}" \
+		-nographic -no-reboot -m "$mem" -smp "$QEMU_SMP" -accel tcg -cpu max \
 		-nic none "${disks[@]}" \
 		-kernel "$1" -initrd "$initrd" \
 		-append "console=ttyS0 panic=-1 quiet loglevel=4 $extra" </dev/null >"$3" 2>&1
