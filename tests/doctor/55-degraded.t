@@ -114,8 +114,7 @@ is "dump with nothing pinned: one line" "$(wc -l < "$TMP/nodir.err")" 1
 kill "$D" "$K"; wait "$D" 2>/dev/null
 "$APERTURE" run --pin "$DIR" 2>"$TMP/takeover.err" &
 D=$!; _bg_pids+=("$D")
-wait_line "$TMP/takeover.err" 'pinned without'
-ok "restart takes over the set without iterators" grep -q 'took over' "$TMP/takeover.err"
+ok "restart takes over the set without iterators" wait_line "$TMP/takeover.err" 'took over'
 is "the takeover names the missing iterator once" "$(grep -c 'pinned without oncpu_folded' "$TMP/takeover.err")" 1
 kill "$D"; wait "$D" 2>/dev/null
 "$APERTURE" run --unpin --pin "$DIR" 2>/dev/null

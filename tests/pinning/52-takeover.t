@@ -3,7 +3,8 @@
 # A restarted `aperture run --pin` takes over the set its predecessor left
 # pinned, and applies what its own command line asks: targets, --cgroup and
 # filters (as SIGHUP does); what loaded programs cannot change refuses the
-# start in one line naming the way out (--unpin).  Each setting is checked by
+# start in one line naming the way out (--unpin); a target aperture-ctl adds
+# as soon as the takeover says so is counted.  Each setting is checked by
 # measurement against workloads with a known answer.
 . "$(dirname "$0")/../lib.sh"
 require_root
@@ -178,5 +179,49 @@ if [ -x /usr/bin/xz ]; then
 else
 	skip "the daemon's stacks on Debian's xz" "xz is not installed"
 fi
+
+# 6. A script steers a taken-over set as soon as the daemon says it took over (the README's rule):
+#    no write of the daemon's start may come after that line, or aperture-ctl's target add is lost
+#    to it (its oncpu bit dropped by the takeover's target set, or its control write overwritten
+#    with an older cache_gen, and the per-CPU "not a target" note stays valid).  A fresh start is
+#    ready when NAME_active is there.  The readiness is polled every 10 ms: the window the daemon
+#    left open was a few ms wide.  Each round: a fresh daemon (-p 1) stopped with SIGTERM, a
+#    takeover without -p, then a new cpuburn added at once; its samples must follow its CPU time.
+# wait_ready WHAT: up to 10 s for the pin DIR/WHAT (a path) or the line 'took over' (WHAT = line)
+wait_ready() {
+	local i
+	for ((i = 0; i < 1000 * TEST_SCALE; i++)); do
+		if [ "$1" = line ]; then grep -qs 'took over' "$TMP/steer.err" && return 0
+		else [ -e "$DIR/$1" ] && return 0; fi
+		sleep 0.01
+	done
+	return 1
+}
+kill -9 "$DAEMON" 2>/dev/null; wait "$DAEMON" 2>/dev/null
+"$APERTURE" run --unpin --pin "$DIR" 2>/dev/null
+ROUNDS=6
+lost=0
+for ((r = 0; r < ROUNDS; r++)); do
+	"$APERTURE" run --pin "$DIR" -F 499 --oncpu -p 1 2>"$TMP/steer.err" &
+	DAEMON=$!; _bg_pids+=("$DAEMON")
+	wait_ready oncpu_active || { fail "steer round $r: the fresh daemon is ready"; break; }
+	kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null
+	cp "$WL/cpuburn" "$TMP/steer_$r"
+	"$APERTURE" run --pin "$DIR" -F 499 --oncpu 2>"$TMP/steer.err" &
+	DAEMON=$!; _bg_pids+=("$DAEMON")
+	wait_ready line || { fail "steer round $r: the takeover says it took over"; break; }
+	bg "$TMP/steer_$r" 2 >"$TMP/steer_$r.out"; Z=$BG_PID
+	"$CTL" -d "$DIR" target add "$Z"
+	wait_gone "$Z" 20
+	# Counted from its start: no target set before the add (the takeover has no -p).
+	want=$(awk -v ns="$(kv "$TMP/steer_$r.out" cpu_ns)" 'BEGIN { printf "%.0f\n", ns / 1e9 * 499 }')
+	got=$(comm_weight "steer_$r")
+	slack=$(samples_slack "$want")
+	diag "steer round $r: $got samples, its CPU time gives $want"
+	awk -v w="$want" -v g="$got" -v s="$slack" 'BEGIN { exit !(g >= w - s && g <= w + s) }' || lost=$((lost + 1))
+	kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null
+	"$APERTURE" run --unpin --pin "$DIR" 2>/dev/null
+done
+is "a target added at once after the takeover said so is counted in every round (3 sigma; rounds lost)" "$lost" 0
 
 done_testing

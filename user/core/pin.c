@@ -5,12 +5,14 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/magic.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -262,8 +264,22 @@ static int profiler_pin(struct pin_txn *txn, struct profiler *p)
 	}
 	if (!err)
 		pin_iterators(txn, p);
-	/* Last: its presence tells a restarted daemon that the rest is there. */
-	return err ?: pin_fd(txn, p->fd[MAP_ACTIVE], name, map_slots[MAP_ACTIVE].pin);
+	return err;	/* NAME_active: pin_actives, once every profiler of the start wrote its control */
+}
+
+/*
+ * Last of a fresh start: NAME_active's presence tells a restarted daemon that
+ * the rest is there, and a script that the set is ready to steer: every
+ * control write of the start is done (aperture-ctl's would be overwritten).
+ */
+static int pin_actives(struct pin_txn *txn)
+{
+	int err = 0;
+
+	for (int i = 0; i < txn->nfresh && !err; i++)
+		err = pin_fd(txn, txn->fresh[i]->fd[MAP_ACTIVE], txn->fresh[i]->ops->name,
+			     map_slots[MAP_ACTIVE].pin);
+	return err;
 }
 
 static int open_pin(const char *dir, const char *prefix, const char *name, int *fd)
@@ -430,7 +446,8 @@ static int start_one(struct pin_txn *txn, const struct profiler_ops *ops,
 		err = profiler_open_pinned(out, txn->run, ops, opts, txn->dir);
 		if (err)
 			return err;
-		log_warn("%s: took over the pinned programs in %s (they kept counting)", ops->name, txn->dir);
+		/* Not "took over": scripts wait for the caller's line, said once its own control writes are done. */
+		log_warn("%s: taking over the pinned programs in %s (they kept counting)", ops->name, txn->dir);
 		note_missing_iterators(txn, *out);
 		if (txn->opened)
 			txn->opened(*out, txn->ctx);
@@ -565,11 +582,14 @@ int pin_start(const char *dir, struct run *run, const struct profiler_ops *const
 
 	for (int i = 0; i < n; i++)
 		profs[i] = NULL;
+	if (!err && run && run->lock_fd < 0)
+		err = pin_lock_open(dir, &run->lock_fd);
 	for (int i = 0; i < n && !err; i++) {
 		err = start_one(&txn, ops[i], opts, &profs[i]);
 		if (err)
 			log_error("%s: cannot start pinned under %s (%s)", ops[i]->name, dir, strerror(-err));
 	}
+	err = err ?: pin_actives(&txn);
 	if (err) {
 		txn_abort(&txn, profs, n);
 		log_error("nothing this start pinned is left in %s", dir);
@@ -600,6 +620,16 @@ static int map_clear(int fd, size_t key_size)
 	return 0;
 }
 
+int pin_lock_open(const char *dir, int *fd)
+{
+	*fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*fd < 0) {
+		log_error("cannot open %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 static int set_enabled(int control_fd, __u32 enabled, __u32 *was)
 {
 	struct aperture_control ctl;
@@ -616,10 +646,14 @@ static int set_enabled(int control_fd, __u32 enabled, __u32 *was)
 int pin_reset(const char *dir)
 {
 	__u32 enabled = 0;
-	int control_fd = -1, err;
+	int control_fd = -1, lock_fd = -1, err;
 
 	err = open_pin(dir, NULL, "control", &control_fd);
 	err = err ?: check_layout(dir, control_fd);
+	err = err ?: pin_lock_open(dir, &lock_fd);
+	/* Held from the pause to the resume: a steering write between them would be undone. */
+	if (!err && flock(lock_fd, LOCK_EX))
+		err = -errno;
 	err = err ?: set_enabled(control_fd, 0, &enabled);
 	if (err)
 		goto out;
@@ -647,6 +681,8 @@ int pin_reset(const char *dir)
 	if (err)
 		log_error("cannot reset the maps pinned in %s: %s", dir, strerror(-err));
 out:
+	if (lock_fd >= 0)
+		close(lock_fd);	/* and the lock with it */
 	if (control_fd >= 0)
 		close(control_fd);
 	return err;

@@ -49,7 +49,11 @@ int pin_read_fixed(const char *dir, struct profiler_opts *loaded);
  * left out with one warning.  @opened (may be NULL) is called on each
  * profiler once it is loaded or taken over, before it is attached: a reader
  * of its new-process notifications started there misses none of them.
- * Every profiler shares @run's maps (run.h): the first one gives them.
+ * Every profiler shares @run's maps (run.h): the first one gives them, and
+ * @run->lock_fd becomes DIR (run_control_lock).  NAME_active of a profiler
+ * loaded here is pinned last, after every profiler's control write: a fresh
+ * set is ready to steer when it is there; a taken-over one when the caller
+ * says so, after its own writes (the daemon: "took over DIR: ... applied").
  */
 typedef void (*pin_opened_fn)(struct profiler *p, void *ctx);
 int pin_start(const char *dir, struct run *run, const struct profiler_ops *const *ops, int n,
@@ -62,6 +66,12 @@ int pin_start(const char *dir, struct run *run, const struct profiler_ops *const
  * attached until this daemon exits (logged); returns the last error or 0.
  */
 int pin_new_links(const char *dir, struct profiler *p);
+
+/*
+ * DIR opened for flock(2) in @fd: every writer of DIR/control (the loaders,
+ * tools/aperture-ctl) holds LOCK_EX around its read-modify-write.
+ */
+int pin_lock_open(const char *dir, int *fd);
 
 /*
  * Empties the totals and stacks of every profiler pinned under DIR, so that a

@@ -371,9 +371,15 @@ int profiler_configure(struct profiler *p)
 		}
 	}
 	/* Shared with the other profilers of this run: keep their enable bits. */
-	if (bpf_map_lookup_elem(p->fd[MAP_CONTROL], &zero, &ctl) ||
-	    ctl.layout_version != APERTURE_LAYOUT_VERSION)
+	run_control_lock(p->run);
+	if (bpf_map_lookup_elem(p->fd[MAP_CONTROL], &zero, &ctl)) {
 		memset(&ctl, 0, sizeof(ctl));
+	} else if (ctl.layout_version != APERTURE_LAYOUT_VERSION) {
+		__u32 gen = ctl.cache_gen;	/* never back: an old value would make old notes valid again */
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.cache_gen = gen;
+	}
 	ctl.layout_version = APERTURE_LAYOUT_VERSION;
 	if (o->disabled)
 		ctl.enabled &= ~(1u << p->ops->id);
@@ -387,9 +393,13 @@ int profiler_configure(struct profiler *p)
 	ctl.follow_children = !o->no_children;
 	ctl.cache_gen++;	/* after the target_pids writes: tasks redo their cached decision */
 	if (bpf_map_update_elem(p->fd[MAP_CONTROL], &zero, &ctl, BPF_ANY)) {
-		log_error("%s: cannot write the control map: %s", p->ops->name, strerror(errno));
-		return -errno;
+		int err = -errno;
+
+		run_control_unlock(p->run);
+		log_error("%s: cannot write the control map: %s", p->ops->name, strerror(-err));
+		return err;
 	}
+	run_control_unlock(p->run);
 	return write_config(p);
 }
 

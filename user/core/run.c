@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "python_tables.h"
@@ -21,6 +22,20 @@ void run_init(struct run *run)
 	memset(run, 0, sizeof(*run));
 	for (int i = 0; i < MAP_SLOT_MAX; i++)
 		run->fd[i] = -1;
+	run->lock_fd = -1;
+}
+
+void run_control_lock(const struct run *run)
+{
+	if (run && run->lock_fd >= 0 && flock(run->lock_fd, LOCK_EX))
+		log_warn("cannot lock the pin directory (%s): a concurrent control write may be lost",
+			 strerror(errno));
+}
+
+void run_control_unlock(const struct run *run)
+{
+	if (run && run->lock_fd >= 0)
+		flock(run->lock_fd, LOCK_UN);
 }
 
 void run_close(struct run *run)
@@ -30,6 +45,8 @@ void run_close(struct run *run)
 	for (int i = 0; i < MAP_SLOT_MAX; i++)
 		if (run->fd[i] >= 0)
 			close(run->fd[i]);
+	if (run->lock_fd >= 0)
+		close(run->lock_fd);
 	run_init(run);	/* the symbolizer is the caller's */
 }
 
@@ -124,12 +141,14 @@ static void forget_processes(struct run *run)
 	map_forget_all(run->fd[MAP_UNWIND_FILES]);
 	map_forget_all(run->fd[MAP_SEEN_TGIDS]);
 	/* After: each CPU's note of the last process announced (bpf/lib/last_seen.bpf.h) is stale now. */
+	run_control_lock(run);
 	if (run->fd[MAP_CONTROL] >= 0 && bpf_map_lookup_elem(run->fd[MAP_CONTROL], &zero, &ctl) == 0) {
 		ctl.cache_gen++;
 		if (bpf_map_update_elem(run->fd[MAP_CONTROL], &zero, &ctl, BPF_EXIST))
 			log_warn("cannot write the control map (%s): processes seen before the takeover "
 				 "may not be announced again", strerror(errno));
 	}
+	run_control_unlock(run);
 }
 
 int run_watch_events(struct run *run, struct symbolizer *sym, raw_event_fn fn, void *ctx)

@@ -27,6 +27,7 @@ struct run {
 	bool python;			/* python_procs is sized for CPython walks */
 	bool pinned;			/* taken over from pins: another loader's tables are in them */
 	bool watched;			/* run_watch_events ran (even when it failed) */
+	int lock_fd;			/* the pin directory, flock'ed around each control write; -1: not pinned */
 	const char *first;		/* the kind that created the shared maps, for messages */
 	struct ring_buffer *events;	/* the reader of MAP_EVENTS (run_watch_events), or NULL */
 	struct symbolizer *sym;		/* the caller's: tracks each process announced; NULL: none */
@@ -39,6 +40,13 @@ struct run {
 void run_init(struct run *run);
 /* What the DWARF unwinder holds and the largest table it built (unwinder_bytes); 0 without one. */
 void run_unwind_bytes(const struct run *run, size_t *held, size_t *build_peak);
+/*
+ * Around each read-modify-write of the control map: aperture-ctl and other
+ * loaders write it too, and take the same lock (flock on the pin directory),
+ * so that no writer's fields or cache_gen bump are lost to another's.
+ */
+void run_control_lock(const struct run *run);
+void run_control_unlock(const struct run *run);
 /* Frees the reader, the unwinder and the shared fds; @run is empty again (run_init). */
 void run_close(struct run *run);
 
