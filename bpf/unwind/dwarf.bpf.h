@@ -19,17 +19,11 @@
 #include "unwind/mappings.bpf.h"
 #include "lib/notify.bpf.h"
 #include "unwind/python.bpf.h"
+#include "unwind/user_read.bpf.h"
 
 /* Set by the loader before load (--unwind): 0 leaves only the frame-pointer walk, verified away. */
 const volatile __u32 unwind_dwarf = 0;
-/*
- * Set where bpf_loop and bpf_probe_read_user work (the dwarf_unwind probe):
- * frame-pointer walks are done here rather than by bpf_get_stack(), whose
- * kernel walk goes on through a garbage rbp past the last real frame (glibc's
- * start_thread has none) until a read faults: 5.5 us of a 9.2 us sample
- * against 1.8 us here (bench/unwind.sh, U4).
- */
-const volatile __u32 unwind_fp_in_bpf = 0;
+/* unwind_fp_in_bpf: unwind/user_read.bpf.h */
 
 /* Sized by the loader (1 entry when dwarf unwinding is off). */
 struct {
@@ -325,7 +319,7 @@ __noinline int unwind_read_user(__u32 *gen, __u64 *out, __u64 addr)
 	if (len > UNWIND_WINDOW)
 		goto direct;
 	c->win_len = 0;
-	if (bpf_probe_read_user(c->win, len, (const void *)lo))
+	if (user_read(c->win, len, (const void *)lo))
 		goto direct;	/* the page is not readable: the 8 bytes' read says so */
 	c->win_lo = lo;
 	c->win_len = len;
@@ -337,7 +331,7 @@ __noinline int unwind_read_user(__u32 *gen, __u64 *out, __u64 addr)
 	if (c->gen == mine)
 		return 1;
 direct:
-	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr) == 0;
+	return user_read(out, sizeof(*out), (const void *)addr) == 0;
 }
 
 static __always_inline bool unwind_read(struct unwind_walk *w, __u64 *out, __u64 addr)

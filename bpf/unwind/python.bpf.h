@@ -16,6 +16,7 @@
 
 #include "python_tables.h"
 #include "lib/stats.bpf.h"
+#include "unwind/user_read.bpf.h"
 
 /* Set by the loader before load (--python): 0 verifies the walk away. */
 const volatile __u32 python_enabled = 0;
@@ -66,7 +67,7 @@ struct python_emit {
 
 static __always_inline bool py_read(void *out, __u32 size, __u64 addr)
 {
-	return bpf_probe_read_user(out, size, (const void *)addr) == 0;
+	return user_read(out, size, (const void *)addr) == 0;
 }
 
 static __always_inline bool python_in_eval(const struct python_proc *py, __u64 pc)
@@ -144,7 +145,7 @@ static __always_inline bool py_read_span(__u8 *buf, __u32 len, __u64 addr)
 	len &= 2 * PY_READ_MAX - 1;
 	if (!len || len > PY_READ_MAX)
 		return false;
-	return bpf_probe_read_user(buf, len, (const void *)addr) == 0;
+	return user_read(buf, len, (const void *)addr) == 0;
 }
 
 /* The instruction index (code units) of the frame in @b running @code. */
