@@ -573,12 +573,21 @@ int lock_rq_collect(void *ctx)
 
 	if (!cfs_rq)
 		return 0;
-	if (bpf_core_field_exists(cfs_rq->rq))
-		rq = BPF_CORE_READ(cfs_rq, rq);
-	else
+	/*
+	 * BTF pointers read directly: BPF_CORE_READ is the probe read that
+	 * lockdown=confidentiality denies.  A kernel without group scheduling
+	 * (no cfs_rq->rq) has the cfs_rq inside its rq, whose address the
+	 * verifier does not let a BTF pointer reach: read there as before.
+	 */
+	if (bpf_core_field_exists(cfs_rq->rq)) {
+		rq = cfs_rq->rq;
+		if (!rq || rq->cpu != cpu)
+			return 0;
+	} else {
 		rq = container_of(cfs_rq, struct rq, cfs);
-	if (!rq || BPF_CORE_READ(rq, cpu) != cpu)
-		return 0;
+		if (BPF_CORE_READ(rq, cpu) != cpu)
+			return 0;
+	}
 	lock = (__u64)&rq->__lock;
 	bpf_map_update_elem(&rq_locks, &cpu, &lock, BPF_ANY);
 	return 1;

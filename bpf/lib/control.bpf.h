@@ -101,7 +101,12 @@ static __always_inline void target_exit(struct task_struct *task)
 	__u32 tgid = task->tgid;
 	__u8 *profilers;
 
-	if (BPF_CORE_READ(task, signal, live.counter) != 0)
+	/*
+	 * Read through the BTF pointer, not BPF_CORE_READ: under
+	 * lockdown=confidentiality libbpf turns that into the denied
+	 * bpf_probe_read, and every program holding it is refused.
+	 */
+	if (task->signal->live.counter != 0)
 		return;	/* decremented before the tracepoint: 0 when the group is dead */
 	profilers = bpf_map_lookup_elem(&target_pids, &tgid);
 	if (profilers && (*profilers & TARGET_CHILD))
