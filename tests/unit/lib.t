@@ -26,7 +26,7 @@ is "is_within: None is not a number" "$(verdict is_within x 70 None 10)" "not ok
 is "is_within: a tolerance that is not a number fails" "$(verdict is_within x 1000 1200 x)" "not ok"
 is "is_within: the diagnostic names what is not a number" "$(diagnostic is_within x 1000 - 1500)" "not a number: got='-'"
 # The EXIT trap is the test's own: a subshell killed right after its fork (a watchdog stopped at
-# once, as agent/85-faults.t's stop_agent does) must not run it (it deleted $TMP under the test).
+# once, as tests/agent/85-faults.t's stop_agent does) must not run it (it deleted $TMP under the test).
 for i in $(seq 100); do (sleep 8) & w=$!; kill "$w"; done
 wait 2>/dev/null
 ok "\$TMP survives 100 subshells killed right after their fork" test -d "$TMP"
