@@ -580,8 +580,7 @@ static void keep_own_fixed(const struct daemon_opts *now, struct daemon_opts *ne
 {
 	if (strcmp(now->dir, next->dir))
 		changed_keys_add(keys, "--pin %s (running: %s)", next->dir, now->dir);
-	if ((now->output_dir != NULL) != (next->output_dir != NULL) ||
-	    (now->output_dir && strcmp(now->output_dir, next->output_dir)))
+	if (str_differ(now->output_dir, next->output_dir))
 		changed_keys_add(keys, "--output-dir %s (running: %s)", next->output_dir ?: "none",
 				 now->output_dir ?: "none");
 	if (strcmp(now->output_format, next->output_format))
