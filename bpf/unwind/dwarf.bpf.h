@@ -512,6 +512,19 @@ __noinline int unwind_frame(__u32 *gen, struct unwind_proc *proc, struct unwind_
 /* Frames one unwind_frames call records and steps, at most. */
 #define UNWIND_BATCH 8
 
+/* Appends @pc to @st inside a batched walk; false when the stack is full. */
+static __always_inline bool unwind_push(struct aperture_stack *st, __u64 pc)
+{
+	__u64 depth = st->depth;	/* 64 bits, checked where it indexes (6.1: see python_run_put) */
+
+	barrier_var(depth);
+	if (depth >= APERTURE_MAX_DEPTH)
+		return false;
+	st->ips[depth] = pc;
+	st->depth = depth + 1;
+	return true;
+}
+
 /*
  * Records @r's frame in @st and steps @r to its caller, up to UNWIND_BATCH
  * times, for a walk with nothing to do between frames (no CPython): one
@@ -524,19 +537,14 @@ __noinline int unwind_frames(__u32 *gen, struct unwind_proc *proc, struct unwind
 			     struct aperture_stack *st)
 {
 	struct unwind_cpu *c;
-	__u64 depth;
 	int ret;
 
 	if (!gen || !proc || !r || !st)
 		return UNWIND_STEP_FAIL;
 	c = unwind_cpu_get(gen);
 	for (int i = 0; i < UNWIND_BATCH; i++) {
-		depth = st->depth;	/* 64 bits, checked where it indexes (6.1: see python_run_put) */
-		barrier_var(depth);
-		if (depth >= APERTURE_MAX_DEPTH)
+		if (!unwind_push(st, r->pc))
 			return 0;
-		st->ips[depth] = r->pc;
-		st->depth = depth + 1;
 		ret = unwind_frame_in(c, gen, proc, r);
 		if (ret || !r->pc)
 			return ret;
@@ -656,18 +664,13 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 __noinline int unwind_fp_frames(__u32 *gen, struct unwind_regs *r, struct aperture_stack *st)
 {
 	struct unwind_cpu *c;
-	__u64 depth;
 
 	if (!gen || !r || !st)
 		return 1;
 	c = unwind_cpu_get(gen);
 	for (int i = 0; i < UNWIND_BATCH; i++) {
-		depth = st->depth;	/* 64 bits, checked where it indexes (6.1: see python_run_put) */
-		barrier_var(depth);
-		if (depth >= APERTURE_MAX_DEPTH)
+		if (!unwind_push(st, r->pc))
 			return 1;
-		st->ips[depth] = r->pc;
-		st->depth = depth + 1;
 		if (unwind_fp_step_in(c, gen, r) != 0 || !r->pc)
 			return 1;
 	}
