@@ -148,6 +148,18 @@ is "  the frame is named again afterwards" "$(field "$(printf '%s\n' "$out" | gr
 is "  under the limit, the live process is kept" "$(field "$(trims 2 | tr ' ' '\t')" procs)" 1
 is "exited: kept at the first trim" "$(field "$(trims 3 | tr ' ' '\t')" procs)" 1
 is "  forgotten at the second" "$(field "$(trims 4 | tr ' ' '\t')" procs)" 0
+# A zombie, exited but never reaped (its parent only sleeps): kill(pid, 0) still finds it, yet its
+# maps are empty; it is forgotten as any exited process is.
+bg bash -c '"$1" > "$2" & echo "$!" > "$3"; exec sleep 600' _ "$WL/apsym_lib" "$TMP/zombie.out" "$TMP/zombie.pid"
+keeper=$BG_PID
+disown "$keeper"
+for i in $(seq 100); do [ -s "$TMP/zombie.out" ] && break; sleep 0.05; done
+zpid=$(cat "$TMP/zombie.pid" 2>/dev/null)
+out=$("$SYMTEST" track "${zpid:-0}" user "${zpid:-0}" "$(hex_add "$(head -n1 "$TMP/zombie.out")" 4)" kill "${zpid:-0}" trim trim)
+is "zombie: named while it ran" "$(field "$(printf '%s\n' "$out" | grep '^user')" name)" apsym_lib_spin
+is "zombie: in /proc as one" "$(awk '{ print $3 }' "/proc/${zpid:-0}/stat" 2>/dev/null)" Z
+is "  forgotten at the second trim" "$(field "$(trims 2 | tr ' ' '\t')" procs)" 0
+reap "$keeper"
 
 # --- memory by holder (the stats line's "memory KiB: symbol files .., kallsyms .."): what the
 # symbolizer counts for a table grows by what the allocator hands out for it (mallinfo2), within 5%

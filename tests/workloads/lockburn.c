@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <time.h>
 #include "wl.h"
@@ -219,20 +220,48 @@ static void *cv_thread(void *arg)
 	return NULL;
 }
 
+static volatile pid_t waiter_tid;
+
 static void *exit_waiter(void *arg)
 {
+	waiter_tid = (pid_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&big_lock);	/* held by main until the process is gone */
 	return NULL;
 }
 
-/* The process exits while a thread waits for big_lock. */
+/* Whether thread @tid of this process is asleep (state S: the waiter parked on the futex). */
+static bool thread_asleep(pid_t tid)
+{
+	char path[64], buf[512], *state;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	state = strrchr(buf, ')');
+	return state && state[1] == ' ' && state[2] == 'S';
+}
+
+/*
+ * The process exits while a thread waits for big_lock, 200 ms after the
+ * waiter was seen asleep (not 200 ms after it was created: on a loaded
+ * machine it may not have run by then, and its wait would be shorter).
+ */
 static void exit_while_waiting(void)
 {
+	uint64_t give_up = now_ns(CLOCK_MONOTONIC) + 10ull * 1000 * 1000 * 1000;
 	pthread_t t;
 
 	pthread_mutex_lock(&big_lock);
 	pthread_create(&t, NULL, exit_waiter, NULL);
-	spin_ns(200 * 1000 * 1000);	/* the waiter is parked in the kernel by now */
+	while ((!waiter_tid || !thread_asleep(waiter_tid)) && now_ns(CLOCK_MONOTONIC) < give_up)
+		usleep(1000);
+	spin_ns(200 * 1000 * 1000);
 	printf("exiting\n");
 	fflush(stdout);
 	_exit(0);

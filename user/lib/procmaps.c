@@ -182,6 +182,25 @@ static bool proc_stat_fields(uint32_t pid, const int *fields, uint64_t *values, 
 	return true;
 }
 
+bool proc_running(uint32_t pid, uint64_t start_time)
+{
+	char path[64], buf[1024], *state;
+	size_t len;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	state = strrchr(buf, ')');
+	if (!state || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X')
+		return false;
+	return !start_time || proc_start_time(pid) == start_time;
+}
+
 /* Field @field (1-based, >= 3) of /proc/@pid/stat, or 0 when the process is gone or the field unreadable. */
 static uint64_t proc_stat_field(uint32_t pid, int field)
 {

@@ -79,6 +79,12 @@ struct proc_cpu {
 
 /* false when the process is gone. */
 bool proc_cpu_read(uint32_t pid, struct proc_cpu *out);
+/*
+ * Whether @pid runs: not gone, not a zombie (exited, its maps already empty,
+ * waiting for its parent to reap it) and, unless @start_time is 0, the
+ * process that started then and not another under a reused pid.
+ */
+bool proc_running(uint32_t pid, uint64_t start_time);
 /* @pid's parent (field 4), or 0 when it is gone. */
 uint32_t proc_parent(uint32_t pid);
 

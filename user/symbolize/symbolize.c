@@ -38,7 +38,6 @@
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <libiberty/demangle.h>
-#include <signal.h>
 #include "elfsyms.h"
 #include "kallsyms.h"
 #include "procmaps.h"
@@ -1147,14 +1146,11 @@ static void release_handed_out(struct symbolizer *sym)
 	strintern_init(&sym->names, MAX_NAME_BYTES);
 }
 
-static bool proc_alive(const struct proc *p)
-{
-	return kill((pid_t)p->tgid, 0) == 0 || errno == EPERM;
-}
-
 /*
- * A process found exited is forgotten at the next trim: its last samples,
- * counted before it exited, have been drained and named by then.
+ * A process found exited (gone, a zombie or its pid reused) is forgotten at
+ * the next trim: its last samples, counted before it exited, have been
+ * drained and named by then.  A zombie counts as exited: kill(pid, 0) says
+ * it is there until its parent reaps it, which a parent may never do.
  */
 static void forget_exited(struct symbolizer *sym)
 {
@@ -1163,7 +1159,7 @@ static void forget_exited(struct symbolizer *sym)
 
 		for (; p; p = next) {
 			next = p->next;
-			if (proc_alive(p))
+			if (proc_running(p->tgid, p->start_time))
 				p->gone = false;
 			else if (p->gone)
 				proc_drop(sym, p);

@@ -791,7 +791,7 @@ static int procs_sweep(struct unwinder *u)
 	for (size_t i = 0; i < u->nprocs;) {
 		struct tracked_proc *t = &u->procs[i];
 
-		if (!(kill((pid_t)t->tgid, 0) && errno == ESRCH)) {
+		if (proc_running(t->tgid, 0)) {	/* a zombie's tables are of no use: it runs no more */
 			i++;
 			continue;
 		}
