@@ -26,6 +26,7 @@ int main(int argc, char **argv)
 	struct timespec twenty_ms = { 0, 20 * 1000 * 1000 };
 	static char buf[1024];
 	long in_slot = 0;
+	uint64_t slept_ns = 0;
 
 	for (long i = 0; i < k; i++)
 		syscall(SYS_getppid);	/* glibc may cache nothing here, but be sure */
@@ -40,9 +41,12 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + t1.tv_nsec - t0.tv_nsec;
 		in_slot += ns >= (1u << 24) && ns < (1u << 25);
+		slept_ns += ns;
 	}
-	if (m)
+	if (m) {
 		fprintf(stderr, "sysburn: nanosleeps_in_16_33ms=%ld\n", in_slot);
+		fprintf(stderr, "sysburn: nanosleep_ns=%llu\n", (unsigned long long)slept_ns);
+	}
 	for (long i = 0; i < g; i++)
 		syscall(SYS_getrandom, buf, sizeof(buf), 0);
 	return 0;

@@ -3,7 +3,8 @@
 # spins in it for argv[2] iterations (the same CPU time each, whatever the
 # machine's load) and deletes it, after 2 s for a profiler to attach; CPython's allocator puts the next
 # code object where the last one was (same size class, freed last).  Counts
-# how many cycles reused the previous address into argv[3] (reused=N), then
+# how many cycles began (started=N) and reused the previous address (reused=N)
+# into argv[3], rewritten at each cycle, then
 # sleeps so that a profiler names the frames while the process lives.
 import gc
 import sys
@@ -21,14 +22,22 @@ def make(i):
 
 
 time.sleep(2)	# the profiler attaches meanwhile
+
+
+def progress(started, reused, done=0):
+    """started=N: the cycles begun so far; done=1 once all ended (a test then stops its profiler)."""
+    with open(sys.argv[3], "w") as out:
+        out.write("started=%d reused=%d done=%d\n" % (started, reused, done))
+
+
 reused, last = 0, None
 for i in range(CYCLES):
     fn = make(i)
     reused += id(fn.__code__) == last
     last = id(fn.__code__)
+    progress(i + 1, reused)
     fn(SPIN)
     del fn
     gc.collect()
-with open(sys.argv[3], "w") as out:
-    out.write("reused=%d\n" % reused)
-time.sleep(30)
+progress(CYCLES, reused, 1)
+time.sleep(60)
