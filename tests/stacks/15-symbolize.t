@@ -14,12 +14,16 @@ leaf_named() { stack_weight "$1" "^$2;.*;$3\$"; }
 # 1. Stripped, MiniDebugInfo only.
 ap_ok "minidebuginfo" mini record -F 199 -o "$TMP/mini.folded" -- "$WL/cpuburn_mini" 2
 ok "the binary has no .symtab" sh -c "! readelf -S '$WL/cpuburn_mini' | grep -q '\\.symtab'"
-ge "minidebuginfo: burn_50 named" "$(leaf_named "$TMP/mini.folded" cpuburn_mini burn_50)" 100
+# burn_50: half of the 199 samples per CPU second the workload used (it prints cpu_ns= at exit)
+want=$(awk -v ns="$(kv "$TMP/mini.out" cpu_ns)" 'BEGIN { printf "%.0f\n", ns * 199 / 1e9 }')
+ge "minidebuginfo: burn_50 named (of $want samples)" "$(leaf_named "$TMP/mini.folded" cpuburn_mini burn_50)" \
+	$((want * 4 / 10))
 
 # 2. A shared library (PIC, mapped at a random base).
 ap_ok "shared library" lib record -F 199 -o "$TMP/lib.folded" -- "$WL/libburn_main" 2
-ge "shared library: libburn_spin named, called from main" \
-	"$(stack_weight "$TMP/lib.folded" '^libburn_main;.*;main;libburn_spin$')" 200
+want=$(awk -v ns="$(kv "$TMP/lib.out" cpu_ns)" 'BEGIN { printf "%.0f\n", ns * 199 / 1e9 }')
+ge "shared library: libburn_spin named, called from main (of $want samples)" \
+	"$(stack_weight "$TMP/lib.folded" '^libburn_main;.*;main;libburn_spin$')" $((want * 8 / 10))
 
 # 3. A process that starts and exits while a whole-machine run goes on: it was
 #    announced through the ring buffer, its maps read while it lived.
@@ -28,10 +32,12 @@ run_ap_bg() { "$APERTURE" record -F 199 -d 5 -o "$TMP/short.folded" --top 0 >"$T
 run_ap_bg & ap=$!
 sleep 1.5
 # 0.3 s: most runs fall between two of the once-a-second snapshots
-"$TMP/shortburn" 0.3 >/dev/null
+"$TMP/shortburn" 0.3 >"$TMP/shortburn.out"
 ok "shortburn is gone before the run ends" sh -c "! pgrep -x shortburn >/dev/null"
 wait "$ap"
-ge "exited mid-run: burn_50 named" "$(leaf_named "$TMP/short.folded" shortburn burn_50)" 12
+want=$(awk -v ns="$(kv "$TMP/shortburn.out" cpu_ns)" 'BEGIN { printf "%.0f\n", ns * 199 / 1e9 }')
+ge "exited mid-run: burn_50 named (of $want samples)" "$(leaf_named "$TMP/short.folded" shortburn burn_50)" \
+	$((want * 3 / 10))
 unnamed=$(stack_weight "$TMP/short.folded" '^shortburn;.*(\[unknown\]|\+0x[0-9a-f]+)$')
 is "exited mid-run: no hex or unknown leaf for it" "$unnamed" 0
 [ "$unnamed" = 0 ] || grep -E '^shortburn;.*(\[unknown\]|\+0x[0-9a-f]+) [0-9]+$' "$TMP/short.folded" | cut -c1-300 | sed 's/^/# /'
@@ -43,8 +49,11 @@ del=$BG_PID
 sleep 0.3
 rm -f "$TMP/delburn"
 ok "the binary is deleted" grep -q '(deleted)' "/proc/$del/maps"
+t0=$(cpu_ticks "$del")
 ap_ok "deleted binary" del record -F 199 -p "$del" -d 2 -o "$TMP/del.folded"
-ge "deleted binary: burn_50 named" "$(leaf_named "$TMP/del.folded" delburn burn_50)" 100
+want=$(samples_expected 199 2 $(($(cpu_ticks "$del") - t0)) "$AP_SECS")
+ge "deleted binary: burn_50 named (of $want samples)" "$(leaf_named "$TMP/del.folded" delburn burn_50)" \
+	$((want * 3 / 10))
 kill "$del"
 
 # 5. A process in another mount namespace (as in a container): its binary
@@ -56,8 +65,11 @@ bg unshare --mount --propagation private sh -c \
 ns=$BG_PID
 for i in $(seq 50); do grep -q nsburn "/proc/$ns/maps" 2>/dev/null && break; sleep 0.1; done
 ok "the binary is not visible outside its namespace" test ! -e "$ns_dir/nsburn"
+t0=$(cpu_ticks "$ns")
 ap_ok "other mount namespace" ns record -F 199 -p "$ns" -d 2 -o "$TMP/ns.folded"
-ge "other mount namespace: burn_50 named" "$(leaf_named "$TMP/ns.folded" nsburn burn_50)" 100
+want=$(samples_expected 199 2 $(($(cpu_ticks "$ns") - t0)) "$AP_SECS")
+ge "other mount namespace: burn_50 named (of $want samples)" "$(leaf_named "$TMP/ns.folded" nsburn burn_50)" \
+	$((want * 3 / 10))
 kill "$ns"; wait "$ns" 2>/dev/null
 rmdir "$ns_dir" 2>/dev/null
 
