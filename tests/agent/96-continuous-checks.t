@@ -26,7 +26,13 @@ mkdir -p "$TMP/bin"
 cp "$WL/cont_burn" "$TMP/bin/cont_nine"
 cp "$WL/cont_burn" "$TMP/bin/cont_one"
 bg "$TMP/bin/cont_nine" 999 0 - 9
+nine_pid=$BG_PID
 bg "$TMP/bin/cont_one" 999 0 - 1
+# Both checks must see 9 threads from the agent's first second (a loaded machine starts them late)
+for i in $(seq 100); do
+	[ "$(awk '$1 == "Threads:" { print $2 }' "/proc/$nine_pid/status" 2>/dev/null)" = 9 ] && break
+	sleep 0.1
+done
 # agent SECONDS ARGS...: the agent on the policy's processes, with the test's state dir
 agent() {
 	local secs=$1
