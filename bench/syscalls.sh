@@ -18,9 +18,13 @@
 # bpf_stats reads the clock twice around every program run, which charges
 # a two-program design twice.  See bench/README.md.
 # Knobs: ROUNDS (3), CALLS (2000000), APERTURE, APERTURE_BEFORE, VARIANTS
-# (a subset, e.g. VARIANTS="none ap-p-other syscount empty").
+# (a subset, e.g. VARIANTS="none ap-p-other syscount empty"), STATS_OFF=1
+# (bpf_stats off for each timed loop, restored after it, when another job
+# keeps it on: that job's ns per run stay true, time and count stop together,
+# over a shorter window).
 . "$(dirname "$0")/lib.sh"
 CALLS=${CALLS:-2000000}
+STATS_OFF=${STATS_OFF:-0}
 APERTURE_BEFORE=${APERTURE_BEFORE:-}
 SYSCOUNT=
 for c in /usr/sbin/syscount /usr/sbin/libbpf-tools/syscount "$(command -v syscount 2>/dev/null)"; do
@@ -64,7 +68,7 @@ available() {
 # the loop, another job may turn it on); with STATS=1
 # the BPF programs' counters before and after in $W/before, $W/after.
 one_run() {
-	local v=$1 stats=$2 ids=() i st
+	local v=$1 stats=$2 ids=() i st prev
 	# The loop starts stopped, so that a tool can be given its pid first.
 	( kill -STOP "$BASHPID"; exec "$BIN/sysloop" "$CALLS" >"$W/loop.out" ) &
 	LOOP_PID=$!
@@ -81,10 +85,13 @@ one_run() {
 		done
 	fi
 	[ "$stats" = 1 ] && bpf_stats_of "${ids[@]}" >"$W/before"
+	prev=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+	[ "$stats" = 0 ] && [ "$STATS_OFF" = 1 ] && sysctl -qw kernel.bpf_stats_enabled=0
 	st=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
 	kill -CONT "$LOOP_PID"
 	wait "$LOOP_PID"
 	st=$((${st:-0} | $(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)))
+	[ "$stats" = 0 ] && [ "$STATS_OFF" = 1 ] && sysctl -qw kernel.bpf_stats_enabled="${prev:-0}"
 	[ "$stats" = 1 ] && bpf_stats_of "${ids[@]}" >"$W/after"
 	[ ${#CMD[@]} -gt 0 ] && stop_tool
 	echo "$(sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p' "$W/loop.out") $(sed -n 's/.*cpu_per_call=\([0-9.]*\).*/\1/p' "$W/loop.out") $st" >"$W/elapsed"
