@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Bench-only empty programs on sched_switch (--locks and --offcpu both have
- * one there) and sys_enter (the syscall path, for comparison), for
+ * one there) and sys_enter / sys_exit (the syscall path, for comparison), for
  * bench/hookcost.sh: what one more program on a hook costs, that is what a
  * shared dispatcher (one program per hook calling each kind) could save at
  * most.  Each program only keeps a per-CPU run count, so that it is not
@@ -39,5 +39,7 @@ SEC("tp_btf/sys_enter")
 int BPF_PROG(enter1) { return ran(5); }
 SEC("tp_btf/sys_enter")
 int BPF_PROG(enter2) { return ran(6); }
+SEC("tp_btf/sys_exit")
+int BPF_PROG(exit0) { return ran(7); }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -7,15 +7,18 @@
 # bench/hookcost.bpf.c's empty programs, 0, 1 and 2 of them on a hook, in
 # interleaved rounds, bpf_stats off: pingpong (2 context switches a round
 # trip, pinned to one CPU) with K programs on sched_switch, its CPU ns per
-# round trip; sysloop (getppid) with K programs on sys_enter, ns per call.
+# round trip; sysloop (getppid) with K programs on sys_enter, CPU ns per call.
 # "per program" = (K=2 - K=0) / 2, per switch or per call.  Then one run with
 # bpf_stats on: an empty program's own ns per run as bpf_stats reports it
 # (the clock reads around the run included: the floor under every program's
-# figure).  Knobs: ROUNDS (3), D (pingpong seconds, 3), CALLS (1000000).
+# figure).  Knobs: ROUNDS (3), D (pingpong seconds, 3), CALLS (1000000),
+# STATS_OFF=1 (bpf_stats off for each timed run and back after it, when
+# another job keeps it on: bench/syscalls.sh has the same).
 # See bench/README.md.
 . "$(dirname "$0")/lib.sh"
 
 D=${D:-3}
+STATS_OFF=${STATS_OFF:-0}
 CALLS=${CALLS:-1000000}
 MULTIARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 
@@ -33,13 +36,17 @@ one_run() {
 		# shellcheck disable=SC2046
 		start_tool hook "$BIN/hookcost" "$BIN/hookcost.bpf.o" 600 $(progs "$mode" "$k") || { echo fail; return; }
 	fi
+	local prev
+	prev=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+	[ "$STATS_OFF" = 1 ] && sysctl -qw kernel.bpf_stats_enabled=0
 	if [ "$mode" = switch ]; then
 		"$BIN/pingpong" "$D" | awk '{ printf "%.1f\n", 1e9 / $4 }'
 	else
-		# Wall time: the process's CPU time (getrusage) came out at 120-2000 ns a
-		# call here against ~1500 wall, tick-sampled and useless at this scale.
-		"$BIN/sysloop" "$CALLS" | sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'
+		# The loop's own CPU time (CLOCK_PROCESS_CPUTIME_ID, read by the loop:
+		# not getrusage's tick-sampled split), not the time it waited for a CPU.
+		"$BIN/sysloop" "$CALLS" | sed -n 's/.*cpu_per_call=\([0-9.]*\).*/\1/p'
 	fi
+	[ "$STATS_OFF" = 1 ] && sysctl -qw kernel.bpf_stats_enabled="${prev:-0}"
 	[ "$k" -gt 0 ] && stop_tool
 }
 
@@ -67,7 +74,7 @@ main() {
 			awk -v m="$mode" -v k="$k" '$1 == m && $2 == k && $3 != "fail" { print $3 }' "$W/res" | median >"$W/m.$mode.$k"
 		done
 		printf '  %-34s %12s %12s %12s %14s\n' \
-			"$([ "$mode" = switch ] && echo "pingpong, CPU ns per round trip" || echo "sysloop, ns per getppid()")" \
+			"$([ "$mode" = switch ] && echo "pingpong, CPU ns per round trip" || echo "sysloop, CPU ns per getppid()")" \
 			"$(cat "$W/m.$mode.0")" "$(cat "$W/m.$mode.1")" "$(cat "$W/m.$mode.2")" \
 			"$(awk -v a="$(cat "$W/m.$mode.0")" -v b="$(cat "$W/m.$mode.2")" -v m="$mode" \
 				'BEGIN { printf "%.1f%s", (b - a) / 2 / (m == "switch" ? 2 : 1), m == "switch" ? " /switch" : " /call" }')"

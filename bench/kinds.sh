@@ -72,6 +72,11 @@ one_run() {
 		wait_progs "$TOOL_PID" $(progs_of "$v") || { stop_tool; kill -KILL "$mix"; return; }
 		mapfile -t ids < <(prog_ids_of "$TOOL_PID")
 	fi
+	# Another job's bench may have turned bpf_stats off meanwhile (the sysctl is
+	# the machine's; a run that saw it off throughout had no BPF figures): on
+	# again for each run.  Off for part of a run still gives a true ns per run
+	# (time and count stop together).
+	sysctl -qw kernel.bpf_stats_enabled=1
 	bpf_stats_of "${ids[@]}" >"$W/before"
 	kill -CONT "$mix"
 	wait "$mix"
