@@ -114,7 +114,7 @@ for sig in INT TERM; do
 		>"$TMP/sig$sig.out" 2>"$TMP/sig$sig.err" &
 	ap_pid=$!
 	_bg_pids+=("$ap_pid")
-	sleep 3
+	sleep 5	# start-up takes 1-2 s of it under a sanitizer on a loaded machine
 	kill -s "$sig" "$ap_pid"
 	ok "SIG$sig: exits within 10 s" wait_gone "$ap_pid" 10
 	rc=0
