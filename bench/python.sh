@@ -31,8 +31,14 @@ PY38=$(ls -d /root/.pyenv/versions/3.8.*/bin/python3 2>/dev/null | head -n1)
 
 int_of() { awk -v x="$1" 'BEGIN { if (x == "n/a" || x == "") print "n/a"; else printf "%.0f\n", x }'; }
 
-# cpu_s PID: user+sys seconds of PID so far
-cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo n/a; }
+# cpu_s PID: CPU seconds of PID's threads so far, from schedstat (ns: the window's few ms are below
+# /proc/PID/stat's 10 ms ticks)
+cpu_s() {
+	local c
+	[ -n "$1" ] && [ -d "/proc/$1" ] || { echo n/a; return; }
+	read -r c _ < <(cost_ns_of "$1")
+	awk -v c="$c" 'BEGIN { printf "%.4f\n", c / 1e9 }'
+}
 
 # py_frames FOLDED: Python frames per sample
 py_frames() {
@@ -81,7 +87,7 @@ p1_run() {
 		printf '  %-8s %5s %9s %9s %9s %9s %12s %12s\n' "$mode" "$hz" "$cnt" "$(int_of "$(ratio_of "$rt" "$cnt")")" \
 			"${samples:-n/a}" "$( [ "$mode" = auto ] && py_frames "$W/p1$mode.folded" || echo 0)" \
 			"$( [ "$mode" = auto ] && int_of "$(awk -v a="$rt" -v b="$rt_off" -v n="$samples" 'BEGIN { if (a == "n/a" || b == "n/a" || !n) print "n/a"; else print (a - b) / n }')" || echo -)" \
-			"$(awk -v a="$(cat "$W/cpu0.$mode")" -v b="$(cat "$W/cpu1.$mode")" 'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else printf "%.3f", b - a }')"
+			"$(awk -v a="$(cat "$W/cpu0.$mode")" -v b="$(cat "$W/cpu1.$mode")" 'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else printf "%.4f", b - a }')"
 	done
 }
 
@@ -92,7 +98,7 @@ table_p1() {
 	for hz in $P_HZ; do p1_run "$hz"; done
 	printf '  (runs: of oncpu_sample in the window, every CPU, other processes'"'"' samples filtered out early;\n'
 	printf '   samples: the workload'"'"'s, scaled from the tool'"'"'s life to the window; pyframes: Python frames per sample; +ns/sample: the BPF\n'
-	printf '   run time --python adds, over the workload'"'"'s samples; loader cpu: user+sys over the window)\n'
+	printf '   run time --python adds, over the workload'"'"'s samples; loader cpu: its threads'"'"' CPU over the window)\n'
 }
 
 # ---------------------------------------------------------------- P2
