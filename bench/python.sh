@@ -171,8 +171,9 @@ cost_ns_of() {
 # subtracted, as the program reads it at exit (os.times); BPF time charged to the program it interrupted
 # is then counted once, as BPF time.
 # per_s: the cost of one second of profiling in steady state, measured in the same run: the profiler's
-# CPU (plus its BPF time) between 3 s after its start (past aperture's start-up, 0.2-0.4 s here) and
-# 0.5 s before the program's end, over that window's length; n/a for runs under 8 s.
+# CPU (plus its BPF time) between 3 s and SECONDS - 0.5 s after the profiler's launch (past aperture's
+# start-up, 0.2-0.4 s of CPU here; the program, started after the profiler's start-up, runs past the
+# window's end), over that window's wall time; n/a when the window is under 4 s (SECONDS under ~8).
 p2_cost() {
 	local hz=$1 tool=$2 dur=$3 us=$((1000000 / $1)) tpid pid now t0 c b c1 b1 t1 c2 b2 t2 bpf=0
 	rm -f "$W/p2.selfcpu"
@@ -274,7 +275,7 @@ table_p2() {
 	printf '   Python-only stack, function names, both tools give equally): %s s runs, medians of %s.\n' "$D" "$ROUNDS"
 	printf '   cost: the profiler'"'"'s own CPU (s) for a whole program of %s and %s s, less the program'"'"'s own CPU;\n' "$D_SHORT" "$D_LONG"
 	printf '   aperture'"'"'s is its loader'"'"'s user+sys plus its BPF programs'"'"' run time. ms per s: the same, per second of\n'
-	printf '   profiling in steady state, measured inside each %s s run (from 3 s after the start to 0.5 s before the end);\n' "$D_LONG"
+	printf '   profiling in steady state, measured inside each %s s run (from 3 s to %s s after the launch);\n' "$D_LONG" "$(awk -v d="$D_LONG" 'BEGIN { print d - 0.5 }')"
 	printf '   fixed s: each %s s run'"'"'s cost less its seconds at its rate (start-up and exit); slope ms: (cost %s s - cost %s s)\n' "$D_LONG" "$D_LONG" "$D_SHORT"
 	printf '   / %s s, a cross-check of ms per s that start-up'"'"'s noise blurs; medians of %s)\n' "$((D_LONG - D_SHORT))" "$ROUNDS"
 }
