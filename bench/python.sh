@@ -9,15 +9,21 @@
 #   P2. Debian's austin (a sampler that reads the process from outside with
 #       process_vm_readv at every sample) against aperture --python on the
 #       same program at the same rate: the program's slowdown (spin
-#       iterations against a run with no profiler), the profiler's CPU
+#       iterations against a run with no profiler), the profiler's own CPU
 #       (austin: its user+sys; aperture: the loader's user+sys plus its BPF
-#       run time), and the agreement of the stacks (sum over Python-only
+#       run time) split into a cost per second of profiling in steady state
+#       (measured inside runs of D_LONG seconds) and a fixed cost (start-up
+#       and exit: a whole run's cost less its seconds at that rate), and the agreement of the stacks (sum over Python-only
 #       stacks, function names, of the smaller of the two shares). austin
 #       1.0.1 (Debian 12) does not find 3.11's interpreter state, so P2 runs
 #       pyenv's 3.8 when present.
-# Knobs: ROUNDS (3), D (seconds per run, 5), P_HZ ("99 999"), APERTURE.
+# Knobs: ROUNDS (3), D (seconds per run, 5), D_SHORT and D_LONG (4, 16: P2's cost runs), P_HZ ("99 999"),
+# PARTS ("p1 p2"), APERTURE.
 . "$(dirname "$0")/lib.sh"
 D=${D:-5}
+D_SHORT=${D_SHORT:-4}
+D_LONG=${D_LONG:-16}
+PARTS=${PARTS:-p1 p2}
 P_HZ=${P_HZ:-99 999}
 CHAIN=$ROOT/tests/workloads/python/chain.py
 PY311=/usr/bin/python3.11
@@ -25,8 +31,14 @@ PY38=$(ls -d /root/.pyenv/versions/3.8.*/bin/python3 2>/dev/null | head -n1)
 
 int_of() { awk -v x="$1" 'BEGIN { if (x == "n/a" || x == "") print "n/a"; else printf "%.0f\n", x }'; }
 
-# cpu_s PID: user+sys seconds of PID so far
-cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo n/a; }
+# cpu_s PID: CPU seconds of PID's threads so far, from schedstat (ns: the window's few ms are below
+# /proc/PID/stat's 10 ms ticks)
+cpu_s() {
+	local c
+	[ -n "$1" ] && [ -d "/proc/$1" ] || { echo n/a; return; }
+	read -r c _ < <(cost_ns_of "$1")
+	awk -v c="$c" 'BEGIN { printf "%.4f\n", c / 1e9 }'
+}
 
 # py_frames FOLDED: Python frames per sample
 py_frames() {
@@ -75,7 +87,7 @@ p1_run() {
 		printf '  %-8s %5s %9s %9s %9s %9s %12s %12s\n' "$mode" "$hz" "$cnt" "$(int_of "$(ratio_of "$rt" "$cnt")")" \
 			"${samples:-n/a}" "$( [ "$mode" = auto ] && py_frames "$W/p1$mode.folded" || echo 0)" \
 			"$( [ "$mode" = auto ] && int_of "$(awk -v a="$rt" -v b="$rt_off" -v n="$samples" 'BEGIN { if (a == "n/a" || b == "n/a" || !n) print "n/a"; else print (a - b) / n }')" || echo -)" \
-			"$(awk -v a="$(cat "$W/cpu0.$mode")" -v b="$(cat "$W/cpu1.$mode")" 'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else printf "%.3f", b - a }')"
+			"$(awk -v a="$(cat "$W/cpu0.$mode")" -v b="$(cat "$W/cpu1.$mode")" 'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else printf "%.4f", b - a }')"
 	done
 }
 
@@ -86,7 +98,7 @@ table_p1() {
 	for hz in $P_HZ; do p1_run "$hz"; done
 	printf '  (runs: of oncpu_sample in the window, every CPU, other processes'"'"' samples filtered out early;\n'
 	printf '   samples: the workload'"'"'s, scaled from the tool'"'"'s life to the window; pyframes: Python frames per sample; +ns/sample: the BPF\n'
-	printf '   run time --python adds, over the workload'"'"'s samples; loader cpu: user+sys over the window)\n'
+	printf '   run time --python adds, over the workload'"'"'s samples; loader cpu: its threads'"'"' CPU over the window)\n'
 }
 
 # ---------------------------------------------------------------- P2
@@ -132,55 +144,143 @@ p2_round() {
 # CPU too: the profiler's own is the difference (before, P2 showed the sum: "3.5-4.0 s" for aperture).
 SELF_CPU_WRAP='import atexit, os, runpy, sys; out = sys.argv[1]; atexit.register(lambda: open(out, "w").write("%.3f\n" % sum(os.times()[:2]))); sys.argv = sys.argv[2:]; runpy.run_path(sys.argv[0], run_name="__main__")'
 
-# p2_cost HZ TOOL: the profiler's own user+sys for the whole program (austin -i, or aperture record
-# --: load, tables, naming; its BPF run time is in P1), then the program's own
-p2_cost() {
-	local hz=$1 tool=$2 us=$((1000000 / $1))
-	rm -f "$W/p2.selfcpu"
-	if [ "$tool" = austin ]; then
-		/usr/bin/time -f '%U %S' -o "$W/p2.cost.time" timeout -k 5 $((D + 30)) austin -i "$us" -o "$W/p2.cost.out" \
-			"$PY38" -c "$SELF_CPU_WRAP" "$W/p2.selfcpu" "$CHAIN" spin "$D" >/dev/null 2>&1
-	else
-		/usr/bin/time -f '%U %S' -o "$W/p2.cost.time" "$APERTURE" record -F "$hz" -d $((D + 60)) --top 0 \
-			-o "$W/p2.cost.folded" -- "$PY38" -c "$SELF_CPU_WRAP" "$W/p2.selfcpu" "$CHAIN" spin "$D" >/dev/null 2>&1
-	fi
-	awk -v py="$(cat "$W/p2.selfcpu" 2>/dev/null)" 'NF == 2 { t = $1 + $2 }
-		END { if (py == "" || t == "") print "n/a n/a"; else printf "%.3f %s\n", t - py, py }' "$W/p2.cost.time"
+# cost_ns_of PID: "cpu_ns bpf_ns": the CPU time of PID's threads so far (schedstat: ns, not ticks), and
+# the run time of the BPF programs it holds (fdinfo, bpf_stats on; one held by two fds counted once).
+# Builtins only: it runs every 0.1 s beside the runs it measures.
+cost_ns_of() {
+	local p=$1 f k v id cpu=0 bpf=0
+	local -A seen=()
+	for f in /proc/"$p"/task/*/schedstat; do read -r v _ 2>/dev/null <"$f" && cpu=$((cpu + v)); done
+	for f in /proc/"$p"/fdinfo/*; do
+		id=
+		while read -r k v _; do
+			case $k in
+			prog_id:) id=$v ;;
+			run_time_ns:) [ -n "$id" ] && [ -z "${seen[$id]:-}" ] && { seen[$id]=1; bpf=$((bpf + v)); } ;;
+			esac
+		done 2>/dev/null <"$f"
+	done
+	echo "$cpu $bpf"
 }
 
+# p2_cost HZ TOOL SECONDS: "whole_s program_s per_s" for a SECONDS-long program.
+# whole_s: the profiler's whole own CPU. austin -i: its user+sys (process_vm_readv at each sample is its
+# system time). aperture record --: the loader's user+sys (load, verify, tables, kallsyms, naming, output)
+# plus the run time of its BPF programs (read every 0.1 s until it exits: the last 0.1 s is missed, under
+# 1 ms at 999 Hz). Both reap the program they start, so /usr/bin/time counts the program's CPU too: it is
+# subtracted, as the program reads it at exit (os.times); BPF time charged to the program it interrupted
+# is then counted once, as BPF time.
+# per_s: the cost of one second of profiling in steady state, measured in the same run: the profiler's
+# CPU (plus its BPF time) between 3 s and SECONDS - 0.5 s after the profiler's launch (past aperture's
+# start-up, 0.2-0.4 s of CPU here; the program, started after the profiler's start-up, runs past the
+# window's end), over that window's wall time; n/a when the window is under 4 s (SECONDS under ~8).
+p2_cost() {
+	local hz=$1 tool=$2 dur=$3 us=$((1000000 / $1)) tpid pid now t0 c b c1 b1 t1 c2 b2 t2 bpf=0
+	rm -f "$W/p2.selfcpu"
+	if [ "$tool" = austin ]; then
+		/usr/bin/time -f '%U %S' -o "$W/p2.cost.time" timeout -k 5 $((dur + 30)) austin -i "$us" -o "$W/p2.cost.out" \
+			"$PY38" -c "$SELF_CPU_WRAP" "$W/p2.selfcpu" "$CHAIN" spin "$dur" >/dev/null 2>&1 &
+	else
+		/usr/bin/time -f '%U %S' -o "$W/p2.cost.time" "$APERTURE" record -F "$hz" -d $((dur + 60)) --top 0 \
+			-o "$W/p2.cost.folded" -- "$PY38" -c "$SELF_CPU_WRAP" "$W/p2.selfcpu" "$CHAIN" spin "$dur" >/dev/null 2>&1 &
+	fi
+	tpid=$!
+	BGPIDS+=("$tpid")
+	t0=${EPOCHREALTIME/./}
+	while kill -0 "$tpid" 2>/dev/null; do
+		now=${EPOCHREALTIME/./}
+		if [ -z "${pid:-}" ]; then
+			if [ "$tool" = austin ]; then	# under timeout
+				pid=$(pgrep -P "$tpid" | head -n1)
+				[ -n "$pid" ] && pid=$(pgrep -x austin -P "$pid" | head -n1)
+			else
+				pid=$(pgrep -P "$tpid" | head -n1)	# not by name: APERTURE may be any file
+			fi
+		fi
+		if [ -n "${pid:-}" ]; then
+			read -r c b < <(cost_ns_of "$pid")
+			[ "${b:-0}" -gt "$bpf" ] && bpf=$b
+			if [ -n "$c" ] && [ "$c" -gt 0 ] && [ $((now - t0)) -ge 3000000 ] && [ $((now - t0)) -le $(((dur * 1000 - 500) * 1000)) ]; then
+				[ -z "${t1:-}" ] && { t1=$now c1=$c b1=$b; }
+				t2=$now c2=$c b2=$b
+			fi
+		fi
+		sleep 0.1
+	done
+	wait "$tpid" 2>/dev/null
+	awk -v py="$(cat "$W/p2.selfcpu" 2>/dev/null)" -v bpf="$bpf" -v t1="${t1:-}" -v t2="${t2:-}" \
+		-v c1="${c1:-}" -v c2="${c2:-}" -v b1="${b1:-0}" -v b2="${b2:-0}" 'NF == 2 { t = $1 + $2 }
+		END { r = "n/a"; if (t1 != "" && t2 - t1 >= 4e6) r = sprintf("%.5f", (c2 - c1 + b2 - b1) / 1e3 / (t2 - t1))
+			if (py == "" || t == "") print "n/a n/a " r; else printf "%.3f %s %s\n", t - py + bpf / 1e9, py, r }' "$W/p2.cost.time"
+}
+
+# ms MILLI: a number of seconds as ms, or as given when not a number
+ms() { awk -v k="$1" 'BEGIN { if (k == "-" || k == "n/a") print k; else printf "%.2f", 1000 * k }'; }
+
 table_p2() {
-	local hz r tool it cpu base ap au
-	printf '\nP2. %s chain.py spin %s s: no profiler, austin -i, aperture record (whole program), %s rounds\n' "${PY38:-(no pyenv 3.8)}" "$D" "$ROUNDS"
+	local hz r tool it dur base c_s c_l ps fx sl a u w ps_
+	printf '\nP2. %s chain.py spin: no profiler, austin -i, aperture record -- (whole program), %s rounds\n' "${PY38:-(no pyenv 3.8)}" "$ROUNDS"
 	if [ -z "$PY38" ] || ! have austin; then printf '  n/a (needs pyenv 3.8 and austin)\n'; return; fi
-	printf '  %-9s %5s %14s %9s %14s %10s\n' tool Hz iterations slowdown "profiler cpu s" agree%
+	printf '  load average at start: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+	printf '  %-9s %5s %12s %9s %7s | %9s %9s | %9s %8s | %9s\n' tool Hz iterations slowdown agree% \
+		"cost ${D_SHORT}s" "cost ${D_LONG}s" "ms per s" "fixed s" "slope ms"
 	for hz in $P_HZ; do
-		for tool in none austin aperture; do : >"$W/p2.it.$tool"; : >"$W/p2.cpu.$tool"; done
+		for tool in none austin aperture; do
+			: >"$W/p2.it.$tool"
+			for dur in "$D_SHORT" "$D_LONG"; do : >"$W/p2.cpu.$tool.$dur"; done
+			: >"$W/p2.rate.$tool"; : >"$W/p2.fixed.$tool"
+		done
 		for r in $(seq "$ROUNDS"); do
 			for tool in none austin aperture; do
-				read -r it cpu < <(p2_round "$hz" "$tool")
+				read -r it _ < <(p2_round "$hz" "$tool")
 				echo "${it:-n/a}" >>"$W/p2.it.$tool"
 			done
-			for tool in austin aperture; do
-				read -r cpu _ < <(p2_cost "$hz" "$tool")
-				[ "$cpu" != n/a ] && echo "$cpu" >>"$W/p2.cpu.$tool"
+			for dur in "$D_SHORT" "$D_LONG"; do
+				for tool in austin aperture; do
+					p2_cost "$hz" "$tool" "$dur" >"$W/p2.cost.res"	# not in a subshell: BGPIDS
+					read -r w _ ps_ <"$W/p2.cost.res"
+					[ "$w" != n/a ] && echo "$w" >>"$W/p2.cpu.$tool.$dur"
+					[ "$ps_" != n/a ] && echo "$ps_" >>"$W/p2.rate.$tool"
+					# the fixed cost of this run: its whole cost less its seconds at the steady rate
+					[ "$w" != n/a ] && [ "$ps_" != n/a ] && awk -v w="$w" -v k="$ps_" -v d="$dur" 'BEGIN { printf "%.3f\n", w - k * d }' >>"$W/p2.fixed.$tool"
+				done
 			done
 		done
 		base=$(median <"$W/p2.it.none")
 		for tool in none austin aperture; do
 			it=$(median <"$W/p2.it.$tool")
-			printf '  %-9s %5s %14s %9s %14s %10s\n' "$tool" "$hz" "$it" \
+			if [ "$tool" = none ]; then
+				c_s=- c_l=- ps=- fx=- sl=-
+			else
+				c_s=$(median <"$W/p2.cpu.$tool.$D_SHORT")
+				c_l=$(median <"$W/p2.cpu.$tool.$D_LONG")
+				ps=$(median <"$W/p2.rate.$tool")
+				fx=$(median <"$W/p2.fixed.$tool")
+				sl=$(awk -v a="$c_s" -v b="$c_l" -v s="$D_SHORT" -v l="$D_LONG" 'BEGIN {
+					if (a == "n/a" || b == "n/a") print "n/a"; else printf "%.5f", (b - a) / (l - s) }')
+				echo "$c_s $c_l $ps" >"$W/p2.split.$tool.$hz"
+			fi
+			printf '  %-9s %5s %12s %9s %7s | %9s %9s | %9s %8s | %9s\n' "$tool" "$hz" "$it" \
 				"$(awk -v a="$it" -v b="$base" 'BEGIN { if (a == "n/a" || b == "n/a" || a == 0) print "n/a"; else printf "%.3f", b / a }')" \
-				"$( [ -s "$W/p2.cpu.$tool" ] && median <"$W/p2.cpu.$tool" || echo -)" \
-				"$( [ "$tool" = aperture ] && agreement "$W/p2.aperture.$hz.folded" "$W/p2.austin.$hz" || echo -)"
+				"$( [ "$tool" = aperture ] && agreement "$W/p2.aperture.$hz.folded" "$W/p2.austin.$hz" || echo -)" \
+				"$c_s" "$c_l" "$(ms "$ps")" "$fx" "$(ms "$sl")"
 		done
+		read -r a _ <"$W/p2.split.aperture.$hz"; read -r u _ <"$W/p2.split.austin.$hz"
+		printf '  %-9s %5s aperture / austin: per second %s; whole %s s run %s; whole %s s run %s\n' ratio "$hz" \
+			"$(ratio_of "$(cut -d' ' -f3 "$W/p2.split.aperture.$hz")" "$(cut -d' ' -f3 "$W/p2.split.austin.$hz")")" \
+			"$D_SHORT" "$(ratio_of "$a" "$u")" \
+			"$D_LONG" "$(ratio_of "$(cut -d' ' -f2 "$W/p2.split.aperture.$hz")" "$(cut -d' ' -f2 "$W/p2.split.austin.$hz")")"
 	done
-	printf '  (slowdown: iterations with no profiler / with it, median of %s; profiler cpu: its own user+sys for\n' "$ROUNDS"
-	printf '   the whole program, less the program'"'"'s own (read by the program at exit); aperture'"'"'s: the loader'"'"'s\n'
-	printf '   (load, tables, naming), its BPF run time is in P1)\n'
-	printf '   agree%%: of the samples, the share whose Python-only stack (function names) both tools give equally)\n'
+	printf '  (iterations, slowdown (iterations with no profiler / with it) and agree%% (of the samples, the share whose\n'
+	printf '   Python-only stack, function names, both tools give equally): %s s runs, medians of %s.\n' "$D" "$ROUNDS"
+	printf '   cost: the profiler'"'"'s own CPU (s) for a whole program of %s and %s s, less the program'"'"'s own CPU;\n' "$D_SHORT" "$D_LONG"
+	printf '   aperture'"'"'s is its loader'"'"'s user+sys plus its BPF programs'"'"' run time. ms per s: the same, per second of\n'
+	printf '   profiling in steady state, measured inside each %s s run (from 3 s to %s s after the launch);\n' "$D_LONG" "$(awk -v d="$D_LONG" 'BEGIN { print d - 0.5 }')"
+	printf '   fixed s: each %s s run'"'"'s cost less its seconds at its rate (start-up and exit); slope ms: (cost %s s - cost %s s)\n' "$D_LONG" "$D_LONG" "$D_SHORT"
+	printf '   / %s s, a cross-check of ms per s that start-up'"'"'s noise blurs; medians of %s)\n' "$((D_LONG - D_SHORT))" "$ROUNDS"
 }
 
 sysctl -qw kernel.bpf_stats_enabled=1
 mkdir -p "$BIN"
-table_p1
-table_p2
+case " $PARTS " in *" p1 "*) table_p1 ;; esac
+case " $PARTS " in *" p2 "*) table_p2 ;; esac

@@ -98,6 +98,18 @@ static int unwind_resolve(struct profiler *p)
 	return 0;
 }
 
+/* The program probes unwind_resolve and children_followed may ask for these options. */
+static uint64_t probes_asked_later(const struct profiler_opts *opts)
+{
+	uint64_t mask = 0;
+
+	if (opts->stack_mode != STACK_MODE_KERNEL)
+		mask |= FEAT_BIT(FEAT_DWARF_UNWIND);
+	if (opts->npids || opts->targets_only || opts->keep_totals)
+		mask |= FEAT_BIT(FEAT_TP_SCHED_FORK);
+	return mask;
+}
+
 int profiler_open(struct profiler **out, struct run *run, const struct profiler_ops *ops,
 		  const struct profiler_opts *opts)
 {
@@ -117,6 +129,12 @@ int profiler_open(struct profiler **out, struct run *run, const struct profiler_
 		p->opts.stacks_entries = PROFILER_STACKS_DEFAULT;
 	for (int i = 0; i < MAP_SLOT_MAX; i++)
 		p->fd[i] = -1;
+	/*
+	 * Each program probe asked alone is a load of the probe object (and a parse of the
+	 * kernel's BTF, ~10 ms): the ones unwind_resolve and children_followed ask later go
+	 * in one load with the profiler's needs.
+	 */
+	features_probe(ops->needs | probes_asked_later(&p->opts));
 	if (!features_require(ops->name, ops->needs)) {
 		err = -EOPNOTSUPP;
 		goto cleanup;
