@@ -498,30 +498,90 @@ static __always_inline int unwind_frame_in(struct unwind_cpu *c, __u32 *gen, str
 	return unwind_row_step(c, gen, r, &row);
 }
 
+/* The 8 bytes at @addr from @c's copy of the stack (its start @lo, @len bytes) into *@out; false when not in it. */
+static __always_inline bool unwind_win_get(struct unwind_cpu *c, __u64 lo, __u64 len, __u64 addr, __u64 *out)
+{
+	__u64 off = addr - lo;
+
+	if (off > UNWIND_WINDOW - 8 || off + 8 > len)
+		return false;
+	*out = *(__u64 *)(c->win + off);
+	return true;
+}
+
 /*
- * unwind_frame_in as a global function (verified once): one frame's step,
+ * Steps @r (its pc @pc, as unwind_frame_in computes it) by the row noted in
+ * @c, inline: when @pc is among the pcs the row covers, its CFA is rsp or rbp
+ * plus an offset and what it reads is in the copy of the stack (a
+ * recursion's frames after its first).  The row is read in place, not
+ * copied, and the generation (@mine) checked once after every read of @c,
+ * not after each.  false leaves @r as it was, for unwind_frame_in.
+ */
+static __always_inline bool unwind_noted_step(struct unwind_cpu *c, __u32 mine, struct unwind_regs *r, __u64 pc)
+{
+	__u64 cfa, ra, bp = r->bp, lo, len;
+
+	if (pc < c->row_lo || pc >= c->row_hi)
+		return false;
+	if (c->row.cfa_rule == UNWIND_CFA_RSP)
+		cfa = r->sp + c->row.cfa_off;
+	else if (c->row.cfa_rule == UNWIND_CFA_RBP)
+		cfa = r->bp + c->row.cfa_off;
+	else
+		return false;	/* PLT, signal frames, the end: rare, the full step */
+	lo = c->win_lo;
+	len = c->win_len;
+	if (!unwind_win_get(c, lo, len, cfa - 8, &ra))
+		return false;
+	if (c->row.rbp_rule == UNWIND_RBP_OFFSET && !unwind_win_get(c, lo, len, cfa + c->row.rbp_off, &bp))
+		return false;
+	barrier();	/* the reads above before the generation's */
+	if (c->gen != mine)
+		return false;
+	r->pc = ra;
+	r->sp = cfa;
+	r->bp = bp;
+	r->precise = 0;
+	return true;
+}
+
+/* unwind_noted_step, else unwind_frame_in: one frame's step, as unwind_frame_in answers. */
+static __always_inline int unwind_frame_fast(struct unwind_cpu *c, __u32 *gen, struct unwind_proc *proc,
+					     struct unwind_regs *r)
+{
+	if (c && unwind_noted_step(c, *gen, r, r->precise ? r->pc : r->pc - 1))
+		return 0;
+	return unwind_frame_in(c, gen, proc, r);
+}
+
+/*
+ * unwind_frame_fast as a global function (verified once): one frame's step,
  * for a walk that has something to do between frames (CPython's).
  */
 __noinline int unwind_frame(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r)
 {
 	if (!gen || !proc || !r)
 		return UNWIND_STEP_FAIL;
-	return unwind_frame_in(unwind_cpu_get(gen), gen, proc, r);
+	return unwind_frame_fast(unwind_cpu_get(gen), gen, proc, r);
 }
 
 /* Frames one unwind_frames call records and steps, at most. */
 #define UNWIND_BATCH 8
 
-/* Appends @pc to @st inside a batched walk; false when the stack is full. */
-static __always_inline bool unwind_push(struct aperture_stack *st, __u64 pc)
+/*
+ * Appends @pc to @st inside a batched walk, at *@depth (the batch keeps the
+ * depth in a local and stores it in @st once, at its end); false when the
+ * stack is full.
+ */
+static __always_inline bool unwind_push(struct aperture_stack *st, __u64 *depth, __u64 pc)
 {
-	__u64 depth = st->depth;	/* 64 bits, checked where it indexes (6.1: see python_run_put) */
+	__u64 d = *depth;	/* 64 bits, checked where it indexes (6.1: see python_run_put) */
 
-	barrier_var(depth);
-	if (depth >= APERTURE_MAX_DEPTH)
+	barrier_var(d);
+	if (d >= APERTURE_MAX_DEPTH)
 		return false;
-	st->ips[depth] = pc;
-	st->depth = depth + 1;
+	st->ips[d] = pc;
+	*depth = d + 1;
 	return true;
 }
 
@@ -536,20 +596,26 @@ static __always_inline bool unwind_push(struct aperture_stack *st, __u64 pc)
 __noinline int unwind_frames(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r,
 			     struct aperture_stack *st)
 {
+	struct unwind_regs regs;	/* @r and the depth kept local between frames: not reloaded after each barrier */
 	struct unwind_cpu *c;
-	int ret;
+	__u64 depth;
+	int ret = 0;
 
 	if (!gen || !proc || !r || !st)
 		return UNWIND_STEP_FAIL;
 	c = unwind_cpu_get(gen);
+	regs = *r;
+	depth = st->depth;
 	for (int i = 0; i < UNWIND_BATCH; i++) {
-		if (!unwind_push(st, r->pc))
-			return 0;
-		ret = unwind_frame_in(c, gen, proc, r);
-		if (ret || !r->pc)
-			return ret;
+		if (!unwind_push(st, &depth, regs.pc))
+			break;
+		ret = unwind_frame_fast(c, gen, proc, &regs);
+		if (ret || !regs.pc)
+			break;
 	}
-	return 0;
+	st->depth = depth;
+	*r = regs;
+	return ret;
 }
 
 /*
@@ -664,17 +730,21 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 __noinline int unwind_fp_frames(__u32 *gen, struct unwind_regs *r, struct aperture_stack *st)
 {
 	struct unwind_cpu *c;
+	__u64 depth;
+	int ret = 0;
 
 	if (!gen || !r || !st)
 		return 1;
 	c = unwind_cpu_get(gen);
+	depth = st->depth;
 	for (int i = 0; i < UNWIND_BATCH; i++) {
-		if (!unwind_push(st, r->pc))
-			return 1;
-		if (unwind_fp_step_in(c, gen, r) != 0 || !r->pc)
-			return 1;
+		if (!unwind_push(st, &depth, r->pc) || unwind_fp_step_in(c, gen, r) != 0 || !r->pc) {
+			ret = 1;
+			break;
+		}
 	}
-	return 0;
+	st->depth = depth;
+	return ret;
 }
 
 /* bpf_loop callback of the frame-pointer walk: up to UNWIND_BATCH frames. */
