@@ -267,6 +267,8 @@ struct unwind_cached_row {
 	struct unwind_row row;
 };
 
+_Static_assert(sizeof(struct unwind_cached_row) == 64, "a cached row fills a cache line");
+
 struct unwind_row_cache {
 	struct unwind_cached_row e[UNWIND_ROW_CACHE];
 };
