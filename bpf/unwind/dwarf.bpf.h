@@ -299,8 +299,8 @@ static __always_inline int unwind_cache_get(struct unwind_cpu *c, __u32 mine, st
 	__u64 lo, hi;
 	__u32 mapping, idx;
 
-	if (e->pc != pc || e->tgid != tgid)
-		return -1;
+	if (e->pc != pc || e->tgid != tgid || e->mapping >= proc->nmappings)
+		return -1;	/* (a slot past the mappings may hold one the process had) */
 	mapping = e->mapping & (UNWIND_MAX_MAPPINGS - 1);
 	m = &proc->mappings[mapping];
 	if (pc < m->start || pc >= m->end || !m->nrows || m->bias != e->bias ||
