@@ -39,7 +39,7 @@ struct unwind_regs {
 	__u64 sp;
 	__u64 bp;
 	__u32 precise;		/* pc is an exact pc (first frame, after a signal), not a return address */
-	__u32 pad;
+	__u32 tgid;		/* the process walked (its rows cached by it: unwind_row_cache) */
 };
 
 /* The walk's state, on the caller's stack for the bpf_loop callback. */
@@ -218,8 +218,8 @@ static __always_inline bool unwind_page_rows(struct unwind_mapping *m, __u64 rel
 #define UNWIND_FIND_FP		(-2)	/* a mapping without a table: frame pointers */
 #define UNWIND_FIND_NO_ROW	(-3)	/* a table without a row for the pc */
 
-/* @c notes row @idx of @m: the pcs it covers run to the next row's, or the mapping's end. */
-static __always_inline void unwind_note_row(struct unwind_cpu *c, struct unwind_mapping *m, __u32 idx)
+/* @c notes row @idx of @m: the pcs it covers run to the next row's, or the mapping's end.  false when not noted. */
+static __always_inline bool unwind_note_row(struct unwind_cpu *c, struct unwind_mapping *m, __u32 idx)
 {
 	__u32 next = idx + 1;
 	struct unwind_row *row, *after = NULL;
@@ -227,7 +227,7 @@ static __always_inline void unwind_note_row(struct unwind_cpu *c, struct unwind_
 
 	row = bpf_map_lookup_elem(&unwind_rows, &idx);
 	if (!row)
-		return;
+		return false;
 	if (next < m->first_row + m->nrows)
 		after = bpf_map_lookup_elem(&unwind_rows, &next);
 	lo = m->bias + row->pc;
@@ -235,37 +235,154 @@ static __always_inline void unwind_note_row(struct unwind_cpu *c, struct unwind_
 	c->row_lo = lo > m->start ? lo : m->start;
 	c->row_hi = hi < m->end ? hi : m->end;
 	c->row = *row;
+	return true;
 }
 
 /*
- * The index in unwind_rows of the row for @pc in @proc's tables, or an
- * UNWIND_FIND_ answer, for the walk of generation *@gen (the last frame's
- * mapping it noted in unwind_cpu is tried first; the row found is noted).
+ * The rows the searches found on this CPU, by the pc searched (a
+ * direct-mapped cache: a slot per hash of the pc, the last pc to land there
+ * kept): a sample's frames outside a recursion (its leaf, the callers
+ * around it, libc's thread start) mostly come back in the next samples, and
+ * each took a search for its mapping and one for its row, whose steps read
+ * table rows that other work has pushed out of the CPU's caches by then.
+ * An entry holds for its process (tgid) while the mapping it was found in
+ * still holds the pc with the same file, bias and table (first_row): a
+ * process that mapped something else there, or a table rebuilt elsewhere,
+ * misses, as the note in unwind_cpu would not.  Entries are read and written
+ * under the walk's generation (unwind_cpu): one written while another walk
+ * took the CPU is emptied, one read then is not used.
+ */
+#define UNWIND_ROW_CACHE 256		/* entries per CPU, a power of 2 (64 bytes each) */
+
+struct unwind_cached_row {
+	__u64 pc;		/* the pc searched (absolute); 0: empty */
+	__u64 bias;		/* of its mapping, when found */
+	__u64 row_lo;
+	__u64 row_hi;		/* the pcs the row covers, as unwind_cpu notes them */
+	__u32 tgid;
+	__u32 mapping;		/* its index in the process's mappings */
+	__u32 first_row;	/* the mapping's table, when found */
+	__u32 file_id;
+	__u32 idx;		/* the row's index in unwind_rows */
+	struct unwind_row row;
+};
+
+_Static_assert(sizeof(struct unwind_cached_row) == 64, "a cached row fills a cache line");
+
+struct unwind_row_cache {
+	struct unwind_cached_row e[UNWIND_ROW_CACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_row_cache);
+} unwind_row_cache SEC(".maps");
+
+/* @pc's entry in @cache (a multiplicative hash: return addresses share their low bits' patterns). */
+static __always_inline struct unwind_cached_row *unwind_cache_slot(struct unwind_row_cache *cache, __u64 pc)
+{
+	return &cache->e[(pc * 0x9e3779b97f4a7c15ULL) >> 56 & (UNWIND_ROW_CACHE - 1)];
+}
+
+/*
+ * @pc's row from @e, noted in @c as a search would note it, for the walk of
+ * generation @mine in process @tgid: its index in unwind_rows, or -1 when
+ * @e does not hold it (or no longer holds for @proc).
+ */
+static __always_inline int unwind_cache_get(struct unwind_cpu *c, __u32 mine, struct unwind_cached_row *e,
+					    struct unwind_proc *proc, __u32 tgid, __u64 pc)
+{
+	struct unwind_mapping *m;
+	struct unwind_row row;
+	__u64 lo, hi;
+	__u32 mapping, idx;
+
+	if (e->pc != pc || e->tgid != tgid || e->mapping >= proc->nmappings)
+		return -1;	/* (a slot past the mappings may hold one the process had) */
+	mapping = e->mapping & (UNWIND_MAX_MAPPINGS - 1);
+	m = &proc->mappings[mapping];
+	if (pc < m->start || pc >= m->end || !m->nrows || m->bias != e->bias ||
+	    m->first_row != e->first_row || m->file_id != e->file_id)
+		return -1;
+	lo = e->row_lo;
+	hi = e->row_hi;
+	row = e->row;
+	idx = e->idx;
+	barrier();	/* the entry read before the generation */
+	if (c->gen != mine || idx > 0x7fffffff)
+		return -1;
+	c->row_lo = lo;
+	c->row_hi = hi;
+	c->row = row;
+	c->mapping = mapping;
+	return idx;
+}
+
+/* Keeps in @e the row @idx of mapping @mapping (@m) that @c notes for @pc, for the walk of generation @mine. */
+static __always_inline void unwind_cache_put(struct unwind_cpu *c, __u32 mine, struct unwind_cached_row *e,
+					     struct unwind_mapping *m, __u32 mapping, __u32 tgid, __u64 pc, __u32 idx)
+{
+	e->pc = 0;
+	barrier();	/* empty while it is written */
+	e->bias = m->bias;
+	e->row_lo = c->row_lo;
+	e->row_hi = c->row_hi;
+	e->tgid = tgid;
+	e->mapping = mapping;
+	e->first_row = m->first_row;
+	e->file_id = m->file_id;
+	e->idx = idx;
+	e->row = c->row;
+	barrier();
+	e->pc = pc;
+	barrier();
+	if (c->gen != mine)
+		e->pc = 0;	/* another walk took the CPU meanwhile: the note (or the entry) may be its */
+}
+
+/*
+ * The index in unwind_rows of the row for @pc in @proc's tables (process
+ * @tgid), or an UNWIND_FIND_ answer, for the walk of generation *@gen (the
+ * CPU's row cache first, then the last frame's mapping it noted in
+ * unwind_cpu; the row found is noted, and cached).
  * unwind_frame has tried the noted row already.  A global function, so that
  * the verifier checks its paths once, not inside every path of the walk's
  * step (inlined, they took syscall_exit with --syscall-stacks past a million
  * instructions).
  */
-__noinline int unwind_find_row(__u32 *gen, struct unwind_proc *proc, __u64 pc)
+__noinline int unwind_find_row(__u32 *gen, struct unwind_proc *proc, __u64 pc, __u32 tgid)
 {
+	struct unwind_cached_row *e = NULL;
+	struct unwind_row_cache *cache;
 	struct unwind_cpu *c;
 	struct unwind_mapping *m;
-	__u32 mapping = 0, lo, hi;
+	__u32 mapping = 0, lo, hi, zero = 0;
 	int idx;
 
 	if (!gen || !proc)
 		return UNWIND_FIND_NO_MAPPING;
 	c = unwind_cpu_get(gen);
+	cache = bpf_map_lookup_elem(&unwind_row_cache, &zero);
+	if (c && cache) {
+		e = unwind_cache_slot(cache, pc);
+		idx = unwind_cache_get(c, *gen, e, proc, tgid, pc);
+		if (idx >= 0)
+			return idx;
+	}
 	if (c)
 		mapping = c->mapping;	/* only a hint: checked below */
-	m = &proc->mappings[mapping & (UNWIND_MAX_MAPPINGS - 1)];
+	mapping &= UNWIND_MAX_MAPPINGS - 1;
+	m = &proc->mappings[mapping];
 	if (pc < m->start || pc >= m->end) {
 		idx = unwind_mapping_index(proc, pc);
 		if (idx < 0)
 			return UNWIND_FIND_NO_MAPPING;
-		m = &proc->mappings[idx & (UNWIND_MAX_MAPPINGS - 1)];
+		mapping = idx & (UNWIND_MAX_MAPPINGS - 1);
+		m = &proc->mappings[mapping];
 		if (c)
-			c->mapping = idx;
+			c->mapping = mapping;
 	}
 	if (!m->nrows)
 		return UNWIND_FIND_FP;
@@ -274,8 +391,8 @@ __noinline int unwind_find_row(__u32 *gen, struct unwind_proc *proc, __u64 pc)
 	idx = unwind_row_index(m->first_row, lo, hi, pc - m->bias);
 	if (idx < 0)
 		return UNWIND_FIND_NO_ROW;
-	if (c)
-		unwind_note_row(c, m, idx);
+	if (c && unwind_note_row(c, m, idx) && e)
+		unwind_cache_put(c, *gen, e, m, mapping, tgid, pc, idx);
 	return idx;
 }
 
@@ -488,9 +605,16 @@ static __always_inline int unwind_frame_in(struct unwind_cpu *c, __u32 *gen, str
 		if (c->gen == *gen)
 			return unwind_row_step(c, gen, r, &row);
 	}
-	idx = unwind_find_row(gen, proc, pc);
+	idx = unwind_find_row(gen, proc, pc, r->tgid);
 	if (idx < 0)
 		return idx;
+	/* The row found is noted: no lookup of it, while the note is still the walk's. */
+	if (c && pc >= c->row_lo && pc < c->row_hi) {
+		row = c->row;
+		barrier();
+		if (c->gen == *gen)
+			return unwind_row_step(c, gen, r, &row);
+	}
 	found = bpf_map_lookup_elem(&unwind_rows, &idx);
 	if (!found)
 		return UNWIND_STEP_FAIL;
@@ -498,30 +622,90 @@ static __always_inline int unwind_frame_in(struct unwind_cpu *c, __u32 *gen, str
 	return unwind_row_step(c, gen, r, &row);
 }
 
+/* The 8 bytes at @addr from @c's copy of the stack (its start @lo, @len bytes) into *@out; false when not in it. */
+static __always_inline bool unwind_win_get(struct unwind_cpu *c, __u64 lo, __u64 len, __u64 addr, __u64 *out)
+{
+	__u64 off = addr - lo;
+
+	if (off > UNWIND_WINDOW - 8 || off + 8 > len)
+		return false;
+	*out = *(__u64 *)(c->win + off);
+	return true;
+}
+
 /*
- * unwind_frame_in as a global function (verified once): one frame's step,
+ * Steps @r (its pc @pc, as unwind_frame_in computes it) by the row noted in
+ * @c, inline: when @pc is among the pcs the row covers, its CFA is rsp or rbp
+ * plus an offset and what it reads is in the copy of the stack (a
+ * recursion's frames after its first).  The row is read in place, not
+ * copied, and the generation (@mine) checked once after every read of @c,
+ * not after each.  false leaves @r as it was, for unwind_frame_in.
+ */
+static __always_inline bool unwind_noted_step(struct unwind_cpu *c, __u32 mine, struct unwind_regs *r, __u64 pc)
+{
+	__u64 cfa, ra, bp = r->bp, lo, len;
+
+	if (pc < c->row_lo || pc >= c->row_hi)
+		return false;
+	if (c->row.cfa_rule == UNWIND_CFA_RSP)
+		cfa = r->sp + c->row.cfa_off;
+	else if (c->row.cfa_rule == UNWIND_CFA_RBP)
+		cfa = r->bp + c->row.cfa_off;
+	else
+		return false;	/* PLT, signal frames, the end: rare, the full step */
+	lo = c->win_lo;
+	len = c->win_len;
+	if (!unwind_win_get(c, lo, len, cfa - 8, &ra))
+		return false;
+	if (c->row.rbp_rule == UNWIND_RBP_OFFSET && !unwind_win_get(c, lo, len, cfa + c->row.rbp_off, &bp))
+		return false;
+	barrier();	/* the reads above before the generation's */
+	if (c->gen != mine)
+		return false;
+	r->pc = ra;
+	r->sp = cfa;
+	r->bp = bp;
+	r->precise = 0;
+	return true;
+}
+
+/* unwind_noted_step, else unwind_frame_in: one frame's step, as unwind_frame_in answers. */
+static __always_inline int unwind_frame_fast(struct unwind_cpu *c, __u32 *gen, struct unwind_proc *proc,
+					     struct unwind_regs *r)
+{
+	if (c && unwind_noted_step(c, *gen, r, r->precise ? r->pc : r->pc - 1))
+		return 0;
+	return unwind_frame_in(c, gen, proc, r);
+}
+
+/*
+ * unwind_frame_fast as a global function (verified once): one frame's step,
  * for a walk that has something to do between frames (CPython's).
  */
 __noinline int unwind_frame(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r)
 {
 	if (!gen || !proc || !r)
 		return UNWIND_STEP_FAIL;
-	return unwind_frame_in(unwind_cpu_get(gen), gen, proc, r);
+	return unwind_frame_fast(unwind_cpu_get(gen), gen, proc, r);
 }
 
 /* Frames one unwind_frames call records and steps, at most. */
 #define UNWIND_BATCH 8
 
-/* Appends @pc to @st inside a batched walk; false when the stack is full. */
-static __always_inline bool unwind_push(struct aperture_stack *st, __u64 pc)
+/*
+ * Appends @pc to @st inside a batched walk, at *@depth (the batch keeps the
+ * depth in a local and stores it in @st once, at its end); false when the
+ * stack is full.
+ */
+static __always_inline bool unwind_push(struct aperture_stack *st, __u64 *depth, __u64 pc)
 {
-	__u64 depth = st->depth;	/* 64 bits, checked where it indexes (6.1: see python_run_put) */
+	__u64 d = *depth;	/* 64 bits, checked where it indexes (6.1: see python_run_put) */
 
-	barrier_var(depth);
-	if (depth >= APERTURE_MAX_DEPTH)
+	barrier_var(d);
+	if (d >= APERTURE_MAX_DEPTH)
 		return false;
-	st->ips[depth] = pc;
-	st->depth = depth + 1;
+	st->ips[d] = pc;
+	*depth = d + 1;
 	return true;
 }
 
@@ -536,20 +720,26 @@ static __always_inline bool unwind_push(struct aperture_stack *st, __u64 pc)
 __noinline int unwind_frames(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r,
 			     struct aperture_stack *st)
 {
+	struct unwind_regs regs;	/* @r and the depth kept local between frames: not reloaded after each barrier */
 	struct unwind_cpu *c;
-	int ret;
+	__u64 depth;
+	int ret = 0;
 
 	if (!gen || !proc || !r || !st)
 		return UNWIND_STEP_FAIL;
 	c = unwind_cpu_get(gen);
+	regs = *r;
+	depth = st->depth;
 	for (int i = 0; i < UNWIND_BATCH; i++) {
-		if (!unwind_push(st, r->pc))
-			return 0;
-		ret = unwind_frame_in(c, gen, proc, r);
-		if (ret || !r->pc)
-			return ret;
+		if (!unwind_push(st, &depth, regs.pc))
+			break;
+		ret = unwind_frame_fast(c, gen, proc, &regs);
+		if (ret || !regs.pc)
+			break;
 	}
-	return 0;
+	st->depth = depth;
+	*r = regs;
+	return ret;
 }
 
 /*
@@ -648,6 +838,7 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 	if (!unwind_walk_begin(&w, st))
 		return 0;
 	w.r.precise = 1;
+	w.r.tgid = w.py.cur.tgid;
 	unwind_cpu_take(&w.gen);
 	bpf_loop(APERTURE_MAX_DEPTH + 1, unwind_step, &w, 0);
 	if (w.truncated)
@@ -664,17 +855,21 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 __noinline int unwind_fp_frames(__u32 *gen, struct unwind_regs *r, struct aperture_stack *st)
 {
 	struct unwind_cpu *c;
+	__u64 depth;
+	int ret = 0;
 
 	if (!gen || !r || !st)
 		return 1;
 	c = unwind_cpu_get(gen);
+	depth = st->depth;
 	for (int i = 0; i < UNWIND_BATCH; i++) {
-		if (!unwind_push(st, r->pc))
-			return 1;
-		if (unwind_fp_step_in(c, gen, r) != 0 || !r->pc)
-			return 1;
+		if (!unwind_push(st, &depth, r->pc) || unwind_fp_step_in(c, gen, r) != 0 || !r->pc) {
+			ret = 1;
+			break;
+		}
 	}
-	return 0;
+	st->depth = depth;
+	return ret;
 }
 
 /* bpf_loop callback of the frame-pointer walk: up to UNWIND_BATCH frames. */
