@@ -160,6 +160,16 @@ is "zombie: named while it ran" "$(field "$(printf '%s\n' "$out" | grep '^user')
 is "zombie: in /proc as one" "$(awk '{ print $3 }' "/proc/${zpid:-0}/stat" 2>/dev/null)" Z
 is "  forgotten at the second trim" "$(field "$(trims 2 | tr ' ' '\t')" procs)" 0
 reap "$keeper"
+# A process whose main thread ends (pthread_exit, 500 ms after its start) while another runs on:
+# tracked before, its stat says Z after (the leader's state), but it lives; kept.
+bg "$WL/leaderexit" 60 500
+lead=$BG_PID
+disown "$lead"
+out=$("$SYMTEST" track "$lead" untilz "$lead" trim trim)
+is "main thread ended, another runs: tracked, then in /proc as Z with 2 threads" \
+	"$(printf '%s\n' "$out" | grep -c 'rc=0$') $(awk '{ sub(/^.*\) /, ""); print $1, $18 }' "/proc/$lead/stat" 2>/dev/null)" "2 Z 2"
+is "  kept at the second trim" "$(field "$(trims 2 | tr ' ' '\t')" procs)" 1
+reap "$lead"
 
 # --- memory by holder (the stats line's "memory KiB: symbol files .., kallsyms .."): what the
 # symbolizer counts for a table grows by what the allocator hands out for it (mallinfo2), within 5%

@@ -6,6 +6,7 @@
  *   user PID ADDR        -> "user ADDR name=.. func=.. foff=0x.. map=.. modoff=0x.."
  *   kernel ADDR          -> "kernel ADDR ..." (same fields)
  *   kill PID             -> SIGKILL, then waits until it is a zombie or gone
+ *   untilz PID           -> waits until its stat says Z (or it is gone), without a signal
  *   mappings             -> one "mapping ID kernel=K name=.. build_id=.. path=.." line each
  *   limit BYTES          -> the cache limit (symbolizer_apply), no output
  *   trim                 -> symbolizer_trim, then "trim bytes=N procs=N files=N
@@ -122,7 +123,7 @@ static int run_op(struct symbolizer *sym, int argc, char **argv, int i)
 					.cache_limit = (size_t)strtoull(argv[i + 1], NULL, 0) });
 		return 1;
 	}
-	if (!strcmp(op, "track") || !strcmp(op, "kill") || !strcmp(op, "kernel")) {
+	if (!strcmp(op, "track") || !strcmp(op, "kill") || !strcmp(op, "untilz") || !strcmp(op, "kernel")) {
 		unsigned long long v;
 
 		if (need(i, 1, argc, op))
@@ -132,6 +133,8 @@ static int run_op(struct symbolizer *sym, int argc, char **argv, int i)
 			printf("track %llu rc=%d\n", v, symbolizer_track(sym, (uint32_t)v));
 		else if (op[0] == 'k' && op[1] == 'i')
 			printf("kill %llu rc=%d\n", v, kill((pid_t)v, SIGKILL) ? -errno : wait_dead((pid_t)v));
+		else if (op[0] == 'u')
+			printf("untilz %llu rc=%d\n", v, wait_dead((pid_t)v));
 		else {
 			symbolizer_kernel(sym, v, &f);
 			print_frame("kernel", &f);

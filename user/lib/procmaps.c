@@ -151,26 +151,32 @@ bool first_readable(const char *const *candidates, size_t n, char *path, size_t 
 }
 
 /*
- * Fields @fields (1-based, >= 3, ascending) of /proc/@pid/stat into @values; false when the process
- * is gone or a field is unreadable (@values then 0).
+ * /proc/@pid/stat read into @buf: the text from the comm's last ')' on (the
+ * comm may hold spaces and parens; field N >= 3 follows the (N - 2)th space
+ * after it), or NULL when the process is gone.
  */
-static bool proc_stat_fields(uint32_t pid, const int *fields, uint64_t *values, size_t n)
+static const char *proc_stat_tail(uint32_t pid, char *buf, size_t size)
 {
-	char path[64], buf[1024], *p;
-	int at = 2;
+	char path[64];
 	size_t len;
 	FILE *f;
 
-	memset(values, 0, n * sizeof(*values));
 	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
 	f = fopen(path, "re");
 	if (!f)
-		return false;
-	len = fread(buf, 1, sizeof(buf) - 1, f);
+		return NULL;
+	len = fread(buf, 1, size - 1, f);
 	fclose(f);
 	buf[len] = '\0';
-	/* comm may hold spaces and parens: fields count from the last ')'. */
-	p = strrchr(buf, ')');
+	return strrchr(buf, ')');
+}
+
+/* Fields @fields (1-based, >= 3, ascending) of the stat @tail into @values; false (@values then 0) when one is unreadable. */
+static bool stat_tail_fields(const char *tail, const int *fields, uint64_t *values, size_t n)
+{
+	const char *p = tail;
+	int at = 2;
+
 	for (size_t i = 0; i < n; i++) {
 		for (; p && at < fields[i]; at++)
 			p = strchr(p + 1, ' ');
@@ -182,23 +188,36 @@ static bool proc_stat_fields(uint32_t pid, const int *fields, uint64_t *values, 
 	return true;
 }
 
+/*
+ * Fields @fields (1-based, >= 3, ascending) of /proc/@pid/stat into @values; false when the process
+ * is gone or a field is unreadable (@values then 0).
+ */
+static bool proc_stat_fields(uint32_t pid, const int *fields, uint64_t *values, size_t n)
+{
+	char buf[1024];
+	const char *tail = proc_stat_tail(pid, buf, sizeof(buf));
+
+	memset(values, 0, n * sizeof(*values));
+	return tail && stat_tail_fields(tail, fields, values, n);
+}
+
 bool proc_running(uint32_t pid, uint64_t start_time)
 {
-	char path[64], buf[1024], *state;
-	size_t len;
-	FILE *f;
+	static const int fields[] = { 20, 22 };	/* num_threads, starttime: proc(5) */
+	char buf[1024];
+	const char *tail = proc_stat_tail(pid, buf, sizeof(buf));
+	uint64_t v[2];
 
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (!tail || tail[1] != ' ' || !stat_tail_fields(tail, fields, v, 2))
 		return false;
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[len] = '\0';
-	state = strrchr(buf, ')');
-	if (!state || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X')
+	/*
+	 * The state is the leader's: Z also when only the main thread ended
+	 * (pthread_exit) and others run on.  num_threads tells them apart: a
+	 * dead group's unreaped leader is still counted, alone (1).
+	 */
+	if ((tail[2] == 'Z' || tail[2] == 'X') && v[0] < 2)
 		return false;
-	return !start_time || proc_start_time(pid) == start_time;
+	return !start_time || v[1] == start_time;
 }
 
 /* Field @field (1-based, >= 3) of /proc/@pid/stat, or 0 when the process is gone or the field unreadable. */

@@ -81,8 +81,9 @@ struct proc_cpu {
 bool proc_cpu_read(uint32_t pid, struct proc_cpu *out);
 /*
  * Whether @pid runs: not gone, not a zombie (exited, its maps already empty,
- * waiting for its parent to reap it) and, unless @start_time is 0, the
- * process that started then and not another under a reused pid.
+ * waiting for its parent to reap it; a process whose main thread alone ended
+ * runs on) and, unless @start_time is 0, the process that started then and
+ * not another under a reused pid.  One read of /proc/@pid/stat.
  */
 bool proc_running(uint32_t pid, uint64_t start_time);
 /* @pid's parent (field 4), or 0 when it is gone. */
