@@ -204,16 +204,16 @@ wait_cpu() {
 	done
 	return 1
 }
-# idle_ticks: machine-wide idle time so far, in USER_HZ ticks (/proc/stat)
-# cpu_ticks PID: PID's user + system time so far (clock ticks), 0 when it is gone
-cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
-# samples_expected HZ SECONDS TICKS WALL: the samples at HZ of SECONDS recorded of a process that
-# used TICKS of CPU over WALL seconds around the recording (its CPU share taken as even over WALL:
-# a loaded machine gives it less, and fewer samples are expected)
+# samples_expected HZ SECONDS CPU_NS WALL: the samples at HZ of SECONDS recorded of a process that
+# used CPU_NS of CPU (proc_cpu_ns before and after) over WALL seconds around the recording (its CPU
+# share taken as even over WALL: a loaded machine gives it less, and fewer samples are expected)
 samples_expected() {
-	awk -v hz="$1" -v d="$2" -v t="$3" -v w="$4" -v tck="$(getconf CLK_TCK)" \
-		'BEGIN { printf "%.0f\n", (w > 0 ? hz * d * (t / tck) / w : 0) }'
+	awk -v hz="$1" -v d="$2" -v ns="$3" -v w="$4" \
+		'BEGIN { printf "%.0f\n", (w > 0 ? hz * d * (ns / 1e9) / w : 0) }'
 }
+# cpu_ns_samples FILE HZ: the samples at HZ of the CPU time a workload printed as cpu_ns= in FILE
+cpu_ns_samples() { awk -v ns="$(kv "$1" cpu_ns)" -v hz="$2" 'BEGIN { printf "%.0f\n", ns * hz / 1e9 }'; }
+# idle_ticks: machine-wide idle time so far, in USER_HZ ticks (/proc/stat)
 idle_ticks() { awk '$1 == "cpu" { print $5; exit }' /proc/stat; }
 
 # have_feature NAME: the kernel has feature NAME, as `aperture doctor --json`

@@ -16,7 +16,7 @@ agent_cmd recovery-test
 REC=$TMP/outage.jsonl
 export APERTURE_OAP_TOKEN=tok-outage
 new_oap "$REC" --token tok-outage --min-duration 0 --task ON_CPU:10:recovery-test
-burn_t0=$(cpu_ticks "$BURN_PID") wall_t0=$(date +%s.%N)
+burn_t0=$(proc_cpu_ns "$BURN_PID") wall_t0=$(date +%s.%N)
 "${AGENT_CMD[@]}" --oap 127.0.0.1:$PORT --reconnect-max 1 -d 16 -v 2> "$TMP/outage.log" &
 agent=$!
 for i in $(seq 100); do grep -q collectProfilingData "$REC" && break; sleep 0.1; done
@@ -26,7 +26,7 @@ start_oap "$PORT" "$REC" --token tok-outage
 wait $agent
 is "agent exits 0 after an outage" "$?" 0
 # the task's 10 s at 99 Hz of the CPU time the burner had over the agent's run (less when busy)
-want=$(samples_expected 99 10 $(($(cpu_ticks "$BURN_PID") - burn_t0)) \
+want=$(samples_expected 99 10 $(($(proc_cpu_ns "$BURN_PID") - burn_t0)) \
 	"$(awk -v a="$wall_t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')")
 ok "outage noticed, data kept" grep -q 'profiling data is kept in the spool' "$TMP/outage.log"
 ok "recovery noticed" grep -q 'answers again' "$TMP/outage.log"

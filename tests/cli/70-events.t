@@ -30,7 +30,7 @@ is "aperture events --json reads it" "$?:$(cat "$TMP/cpu.dec.err")" "0:"
 samples=$(sed -n 's/^aperture: oncpu: \([0-9]*\) samples.*/\1/p' "$TMP/cpu.err")
 records=$(jsum "$TMP/cpu.json" 'sum(1 for k, e in ev if k == "CpuSample")')
 # 499 per CPU second cpuburn used (it prints cpu_ns= at exit; fewer on a loaded machine)
-want=$(awk -v ns="$(kv "$TMP/cpu.out" cpu_ns)" 'BEGIN { printf "%.0f\n", ns * 499 / 1e9 }')
+want=$(cpu_ns_samples "$TMP/cpu.out" 499)
 is_within "CpuSample records: 499 per CPU second of cpuburn's" "$want" "$records" "$((want / 10 + 5))"
 is "one CpuSample record per aggregated sample" "$records" "$samples"
 ok "the end reports the records and 0 lost" grep -q "^aperture: events: wrote $records records to $TMP/cpu.ev (CpuSample $records), 0 lost (ring buffer full), 0 unread\$" "$TMP/cpu.err"

@@ -27,7 +27,7 @@ check_shares "-- cpuburn" "$TMP/cmd.folded"
 total=$(folded_total "$TMP/cmd.folded")
 # 499 samples per CPU second the workload used (it prints cpu_ns= at exit,
 # which lands in aperture's stdout): 4 s on an idle machine, less when busy.
-want=$(awk -v ns="$(kv "$TMP/cmd.out" cpu_ns)" 'BEGIN { printf "%.0f\n", ns * 499 / 1e9 }')
+want=$(cpu_ns_samples "$TMP/cmd.out" 499)
 ge "cpuburn used CPU" "$want" 500
 is_within "-F 499: 499 samples per CPU second" "$want" "$total" "$((want / 10))"
 is "-- CMD: only the child's comm" "$(folded_comms "$TMP/cmd.folded" | grep -v '^aperture$' | tr '\n' ' ')" "cpuburn "
@@ -43,7 +43,7 @@ is "top list: burn_50 first" "$(grep -E '^ +[0-9.]+% +[0-9]+ +' "$TMP/cmd.out" |
 
 # 2. Default frequency is 99 Hz.
 ap_ok "default -F" deffreq record -d 30 -o "$TMP/def.folded" -- "$WL/cpuburn" 3
-want=$(awk -v ns="$(kv "$TMP/deffreq.out" cpu_ns)" 'BEGIN { printf "%.0f\n", ns * 99 / 1e9 }')
+want=$(cpu_ns_samples "$TMP/deffreq.out" 99)
 is_within "default -F: 99 samples per CPU second" "$want" "$(folded_total "$TMP/def.folded")" "$((want / 10 + 5))"
 
 # 3. -p PID: only that process, while another burner runs.  The burners outlive both runs

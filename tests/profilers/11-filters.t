@@ -16,9 +16,9 @@ other_pid=$BG_PID
 sleep 0.3
 
 # 1. --cgroup: only the process inside it.
-t0=$(cpu_ticks "$in_pid")
+t0=$(proc_cpu_ns "$in_pid")
 ap_ok "--cgroup" cg record -F 199 --cgroup "$CG" -d 3 -o "$TMP/cg.folded"
-want=$(samples_expected 199 3 $(($(cpu_ticks "$in_pid") - t0)) "$AP_SECS")
+want=$(samples_expected 199 3 $(($(proc_cpu_ns "$in_pid") - t0)) "$AP_SECS")
 is "--cgroup: only the cgroup's process" "$(folded_comms "$TMP/cg.folded" | tr '\n' ' ')" "cpuburn "
 # burn_50 is half of cpuburn's CPU time
 ge "--cgroup: samples of it (burn_50, of $want for its CPU time)" "$(leaf_weight "$TMP/cg.folded" burn_50)" \
@@ -34,9 +34,9 @@ is "system-wide: no idle task without --include-idle" "$(grep -c '^swapper' <<<"
 kill -9 "$other_pid"	# from here on, leave a CPU to each workload
 
 # 3. -U: user frames only.
-t0=$(cpu_ticks "$in_pid")
+t0=$(proc_cpu_ns "$in_pid")
 ap_ok "-U" user record -F 199 -U -p "$in_pid" -d 2 -o "$TMP/user.folded"
-want=$(samples_expected 199 2 $(($(cpu_ticks "$in_pid") - t0)) "$AP_SECS")
+want=$(samples_expected 199 2 $(($(proc_cpu_ns "$in_pid") - t0)) "$AP_SECS")
 is "-U: no kernel frames" "$(count_frames "$TMP/user.folded" '_\[k\]$')" 0
 ge "-U: burn_50 seen (of $want for its CPU time)" "$(leaf_weight "$TMP/user.folded" burn_50)" $((want * 3 / 10))
 
@@ -44,9 +44,9 @@ ge "-U: burn_50 seen (of $want for its CPU time)" "$(leaf_weight "$TMP/user.fold
 bg dd if=/dev/zero of=/dev/null bs=1M count=100000000 2>/dev/null
 dd_pid=$BG_PID
 sleep 0.3
-t0=$(cpu_ticks "$dd_pid")
+t0=$(proc_cpu_ns "$dd_pid")
 ap_ok "-K" kern record -F 199 -K -p "$dd_pid" -d 2 -o "$TMP/kern.folded"
-want=$(samples_expected 199 2 $(($(cpu_ticks "$dd_pid") - t0)) "$AP_SECS")
+want=$(samples_expected 199 2 $(($(proc_cpu_ns "$dd_pid") - t0)) "$AP_SECS")
 is "-K: only kernel frames" "$(count_user_frames "$TMP/kern.folded")" 0
 # dd spends nearly all of its CPU time in the kernel
 ge "-K: dd's kernel stacks seen (weight, of $want for its CPU time)" \

@@ -15,13 +15,13 @@ leaf_named() { stack_weight "$1" "^$2;.*;$3\$"; }
 ap_ok "minidebuginfo" mini record -F 199 -o "$TMP/mini.folded" -- "$WL/cpuburn_mini" 2
 ok "the binary has no .symtab" sh -c "! readelf -S '$WL/cpuburn_mini' | grep -q '\\.symtab'"
 # burn_50: half of the 199 samples per CPU second the workload used (it prints cpu_ns= at exit)
-want=$(awk -v ns="$(kv "$TMP/mini.out" cpu_ns)" 'BEGIN { printf "%.0f\n", ns * 199 / 1e9 }')
+want=$(cpu_ns_samples "$TMP/mini.out" 199)
 ge "minidebuginfo: burn_50 named (of $want samples)" "$(leaf_named "$TMP/mini.folded" cpuburn_mini burn_50)" \
 	$((want * 4 / 10))
 
 # 2. A shared library (PIC, mapped at a random base).
 ap_ok "shared library" lib record -F 199 -o "$TMP/lib.folded" -- "$WL/libburn_main" 2
-want=$(awk -v ns="$(kv "$TMP/lib.out" cpu_ns)" 'BEGIN { printf "%.0f\n", ns * 199 / 1e9 }')
+want=$(cpu_ns_samples "$TMP/lib.out" 199)
 ge "shared library: libburn_spin named, called from main (of $want samples)" \
 	"$(stack_weight "$TMP/lib.folded" '^libburn_main;.*;main;libburn_spin$')" $((want * 8 / 10))
 
@@ -35,7 +35,7 @@ sleep 1.5
 "$TMP/shortburn" 0.3 >"$TMP/shortburn.out"
 ok "shortburn is gone before the run ends" sh -c "! pgrep -x shortburn >/dev/null"
 wait "$ap"
-want=$(awk -v ns="$(kv "$TMP/shortburn.out" cpu_ns)" 'BEGIN { printf "%.0f\n", ns * 199 / 1e9 }')
+want=$(cpu_ns_samples "$TMP/shortburn.out" 199)
 ge "exited mid-run: burn_50 named (of $want samples)" "$(leaf_named "$TMP/short.folded" shortburn burn_50)" \
 	$((want * 3 / 10))
 unnamed=$(stack_weight "$TMP/short.folded" '^shortburn;.*(\[unknown\]|\+0x[0-9a-f]+)$')
@@ -49,9 +49,9 @@ del=$BG_PID
 sleep 0.3
 rm -f "$TMP/delburn"
 ok "the binary is deleted" grep -q '(deleted)' "/proc/$del/maps"
-t0=$(cpu_ticks "$del")
+t0=$(proc_cpu_ns "$del")
 ap_ok "deleted binary" del record -F 199 -p "$del" -d 2 -o "$TMP/del.folded"
-want=$(samples_expected 199 2 $(($(cpu_ticks "$del") - t0)) "$AP_SECS")
+want=$(samples_expected 199 2 $(($(proc_cpu_ns "$del") - t0)) "$AP_SECS")
 ge "deleted binary: burn_50 named (of $want samples)" "$(leaf_named "$TMP/del.folded" delburn burn_50)" \
 	$((want * 3 / 10))
 kill "$del"
@@ -65,9 +65,9 @@ bg unshare --mount --propagation private sh -c \
 ns=$BG_PID
 for i in $(seq 50); do grep -q nsburn "/proc/$ns/maps" 2>/dev/null && break; sleep 0.1; done
 ok "the binary is not visible outside its namespace" test ! -e "$ns_dir/nsburn"
-t0=$(cpu_ticks "$ns")
+t0=$(proc_cpu_ns "$ns")
 ap_ok "other mount namespace" ns record -F 199 -p "$ns" -d 2 -o "$TMP/ns.folded"
-want=$(samples_expected 199 2 $(($(cpu_ticks "$ns") - t0)) "$AP_SECS")
+want=$(samples_expected 199 2 $(($(proc_cpu_ns "$ns") - t0)) "$AP_SECS")
 ge "other mount namespace: burn_50 named (of $want samples)" "$(leaf_named "$TMP/ns.folded" nsburn burn_50)" \
 	$((want * 3 / 10))
 kill "$ns"; wait "$ns" 2>/dev/null

@@ -21,15 +21,13 @@ def make(i):
     return ns["f%d" % i]
 
 
-time.sleep(2)	# the profiler attaches meanwhile
-
-
 def progress(started, reused, done=0):
     """started=N: the cycles begun so far; done=1 once all ended (a test then stops its profiler)."""
     with open(sys.argv[3], "w") as out:
         out.write("started=%d reused=%d done=%d\n" % (started, reused, done))
 
 
+time.sleep(2)	# the profiler attaches meanwhile
 reused, last = 0, None
 for i in range(CYCLES):
     fn = make(i)
