@@ -168,7 +168,7 @@ int v_nocounts(struct bpf_perf_event_data *ctx)
 	if (!ctl)
 		return 0;
 	key_who(ctl, &key);
-	stacks_fill(ctx, ctl, &key);
+	stacks_fill(ctx, ctl, &key, stacks_user(ctl));
 	return key.user_stack_id == 1;
 }
 

@@ -20,7 +20,6 @@
 D=${D:-3}
 STATS_OFF=${STATS_OFF:-0}
 CALLS=${CALLS:-1000000}
-MULTIARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 
 # progs MODE K: the program names of K programs on MODE's hook
 progs() {
@@ -53,9 +52,7 @@ one_run() {
 main() {
 	local r i k mode ids=() t c
 	mkdir -p "$BIN"
-	clang -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Ivmlinux -Ibpf/include -Ibpf -I"/usr/include/$MULTIARCH" \
-		-c bench/hookcost.bpf.c -o "$BIN/hookcost.bpf.o" &&
-	gcc -O2 -Wall -o "$BIN/hookcost" bench/hookcost.c -lbpf -lelf -lz &&
+	bench_bpf_build hookcost &&
 	gcc -O2 -g -fno-omit-frame-pointer -pthread -Wall -o "$BIN/pingpong" bench/pingpong.c &&
 	gcc -O2 -Wall -o "$BIN/sysloop" bench/sysloop.c || exit 1
 	printf 'Hook cost: K empty programs on a hook, %s rounds, pingpong %s s, %s getppid() calls, load average %s\n' \

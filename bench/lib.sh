@@ -124,3 +124,13 @@ stats_delta() {
 ratio_of() {	# ratio_of A B: A / B, or n/a
 	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.3f\n", a / b }'
 }
+
+# bench_bpf_build NAME: a bench-only BPF object and its loader, bench/NAME.bpf.c to $BIN/NAME.bpf.o
+# and bench/NAME.c to $BIN/NAME (hookcost, fpcost)
+bench_bpf_build() {
+	local arch
+	arch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+	clang -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Ivmlinux -Ibpf/include -Ibpf -I"/usr/include/$arch" \
+		-c "bench/$1.bpf.c" -o "$BIN/$1.bpf.o" &&
+	gcc -O2 -Wall -Ibpf/include -o "$BIN/$1" "bench/$1.c" -lbpf -lelf -lz
+}

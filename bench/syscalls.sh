@@ -30,7 +30,6 @@ SYSCOUNT=
 for c in /usr/sbin/syscount /usr/sbin/libbpf-tools/syscount "$(command -v syscount 2>/dev/null)"; do
 	[ -n "$c" ] && [ -x "$c" ] && { SYSCOUNT=$c; break; }
 done
-MULTIARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 if [ -n "${VARIANTS:-}" ]; then
 	read -r -a VARIANTS <<<"$VARIANTS"
 else
@@ -111,10 +110,7 @@ cpu_median() {
 main() {
 	local r i v n=${#VARIANTS[@]} base t w c cnt exitre
 	mkdir -p "$BIN"
-	gcc -O2 -Wall -o "$BIN/sysloop" bench/sysloop.c &&
-	clang -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Ivmlinux -Ibpf/include -Ibpf -I"/usr/include/$MULTIARCH" \
-		-c bench/hookcost.bpf.c -o "$BIN/hookcost.bpf.o" &&
-	gcc -O2 -Wall -o "$BIN/hookcost" bench/hookcost.c -lbpf -lelf -lz || exit 1
+	gcc -O2 -Wall -o "$BIN/sysloop" bench/sysloop.c && bench_bpf_build hookcost || exit 1
 	need_tracefs || log "bench: no tracefs: syscount will be n/a"
 	printf 'Syscalls: %s getppid() calls per run, %s rounds, %s CPUs, kernel %s, load average %s\n' \
 		"$CALLS" "$ROUNDS" "$(nproc)" "$(uname -r)" "$(cut -d' ' -f1-3 /proc/loadavg)"

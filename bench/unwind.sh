@@ -18,7 +18,6 @@ D=${D:-5}
 U_HZ=${U_HZ:-99 999}
 NCPU=$(nproc)
 PY=/usr/bin/python3	# Debian's, built without frame pointers (not the pyenv shim)
-MULTIARCH=$(gcc -dumpmachine)
 
 build() {
 	mkdir -p "$BIN"
@@ -27,10 +26,7 @@ build() {
 	gcc -O2 -g -fomit-frame-pointer -pthread -Wall -o "$BIN/deepstack-nofp" bench/deepstack.c || return 1
 	# Bench-only pieces of the on-CPU program (table U4); n/a when it does not build.
 	FPCOST=
-	clang -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Ivmlinux -Ibpf/include -Ibpf -I"/usr/include/$MULTIARCH" \
-		-c bench/fpcost.bpf.c -o "$BIN/fpcost.bpf.o" 2>"$W/fpcost.log" &&
-	gcc -O2 -Wall -Ibpf/include -o "$BIN/fpcost" bench/fpcost.c -lbpf -lelf -lz 2>>"$W/fpcost.log" &&
-		FPCOST=1
+	bench_bpf_build fpcost 2>"$W/fpcost.log" && FPCOST=1
 	[ -n "$FPCOST" ] || log "bench: bench/fpcost.c does not build, U4's pieces are n/a: $(head -n 3 "$W/fpcost.log" | tr '\n' ' ')"
 	return 0
 }
