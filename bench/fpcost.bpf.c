@@ -168,7 +168,7 @@ int v_nocounts(struct bpf_perf_event_data *ctx)
 	if (!ctl)
 		return 0;
 	key_who(ctl, &key);
-	stacks_fill(ctx, ctl, &key, stacks_user(ctl));
+	stacks_fill(ctx, ctl, &key, stacks_user(ctl), true);
 	return key.user_stack_id == 1;
 }
 
@@ -241,9 +241,20 @@ int v_full(struct bpf_perf_event_data *ctx)
 
 	if (!ctl)
 		return 0;
-	key_fill_current(ctx, ctl, &key, 0);
+	key_fill_who(&key, 0);
+	key_fill_stacks(ctx, ctl, &key, !perf_sample_in_user_mode(ctx));
 	record_event(ctl, &key, &one_sample);
 	return 0;
 }
 
+/* v_walk_k, only for samples that did not interrupt user mode (as oncpu_sample). */
+SEC("perf_event")
+int v_walk_k_um(struct bpf_perf_event_data *ctx)
+{
+	if (!prologue())
+		return 0;
+	if (!perf_sample_in_user_mode(ctx))
+		walk_only(ctx, false);
+	return 0;
+}
 char LICENSE[] SEC("license") = "GPL";

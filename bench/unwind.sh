@@ -260,7 +260,7 @@ u3_cell() {
 }
 
 # ---------------------------------------------------------------- U4
-U4_PIECES=(v_empty v_filter v_key v_nostack v_walk_k v_walk_u v_walk_hash v_kstack v_ustack v_nocounts v_full v_walk_u_bpf)
+U4_PIECES=(v_empty v_filter v_key v_nostack v_walk_k v_walk_k_um v_walk_u v_walk_hash v_kstack v_ustack v_nocounts v_full v_walk_u_bpf)
 
 # u4_round: every variant at once (so that all see the same mix of samples:
 # the machine's other jobs), whole machine at 997 Hz while cpuwork runs D s;
@@ -328,6 +328,7 @@ table_u4() {
 	u4_part "+ key: pid, comm, process_seen (LRU lookup)" 'v_key - v_filter'
 	u4_part "+ counts map: stat_inc, lookup/insert, add" 'v_nostack - v_key'
 	u4_part "+ kernel stack: bpf_get_stack" 'v_walk_k - v_filter'
+	u4_part "  the same, skipped for user-mode samples" 'v_walk_k_um - v_filter'
 	u4_part "+ user stack: bpf_get_stack (frame pointers)" 'v_walk_u - v_filter'
 	u4_part "+ FNV hash of both stacks" 'v_walk_hash - v_walk_k - v_walk_u + v_filter'
 	u4_part "+ stacks map lookups (both stacks)" 'v_nocounts - v_key - (v_walk_hash - v_filter)'

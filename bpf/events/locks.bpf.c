@@ -342,7 +342,7 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 flags, bool 
 	}
 	start->lock = lock;
 	start->flags = flags | lock_class(task, lock);
-	key_fill_stacks(ctx, ctl, &where);	/* who waits is filled at the end */
+	key_fill_stacks(ctx, ctl, &where, true);	/* who waits is filled at the end */
 	start->user_stack_id = where.user_stack_id;
 	start->kernel_stack_id = where.kernel_stack_id;
 	start->begin_ns = bpf_ktime_get_ns();

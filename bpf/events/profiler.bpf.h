@@ -16,17 +16,18 @@
 
 /*
  * Where (key_fill_stacks) and who and where (key_fill_current), for the
- * current task: the stacks that control.stack_mode asks for, and ids and comm.  The process is announced to user space (an
+ * current task: the stacks that control.stack_mode asks for (the kernel's
+ * only when @in_kernel: see stacks_fill), and ids and comm.  The process is announced to user space (an
  * LRU lookup) only when its user stack was to be walked, whatever the walk
  * gave (the announcement is also what builds its unwind tables): user space
  * reads the maps on it, and a kernel-only key needs none of them.
  */
 static __always_inline void key_fill_stacks(void *ctx, const struct aperture_control *ctl,
-					    struct sample_key *key)
+					    struct sample_key *key, bool in_kernel)
 {
 	bool user = stacks_user(ctl);
 
-	stacks_fill(ctx, ctl, key, user);
+	stacks_fill(ctx, ctl, key, user, in_kernel);
 	if (user)
 		process_seen(ctl, bpf_get_current_pid_tgid() >> 32);
 }
@@ -51,7 +52,7 @@ static __always_inline void key_fill_current(void *ctx, const struct aperture_co
 					     struct sample_key *key, __u64 object)
 {
 	key_fill_who(key, object);
-	key_fill_stacks(ctx, ctl, key);
+	key_fill_stacks(ctx, ctl, key, true);
 }
 
 #endif /* EVENTS_PROFILER_BPF_H */
