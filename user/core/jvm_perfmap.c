@@ -284,15 +284,10 @@ int jvm_perfmap_set_only(struct jvm_perfmap *jp, const uint32_t *pids, int npids
 /* The worker takes no signal: the loops' handlers must wake the loops, not this thread. */
 static int start_worker(struct jvm_perfmap *jp)
 {
-	sigset_t all, old;
-	int err;
+	int err = thread_start(&jp->worker, worker_main, jp);
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&jp->worker, NULL, worker_main, jp);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
-		return -err;
+		return err;
 	jp->started = true;
 	return 0;
 }

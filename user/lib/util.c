@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,4 +259,16 @@ int array_reserve(void **arr, size_t *cap, size_t n, size_t size, size_t first)
 size_t heap_bytes(const void *ptr)
 {
 	return ptr ? malloc_usable_size((void *)ptr) + sizeof(size_t) : 0;
+}
+
+int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(thread, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -err;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What every part of aperture uses: one-line logging, output files, allocation, clocks, small
- * string and array helpers, fault injection for tests.
+ * string and array helpers, threads, fault injection for tests.
  */
 #ifndef UTIL_H
 #define UTIL_H
@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -61,6 +62,12 @@ bool str_percent_escape(char *out, size_t outlen, const char *in);
 bool pid_in(const uint32_t *pids, size_t n, uint32_t pid);
 /* A small file (/proc, a token) into @buf, NUL-terminated: its length or -errno. */
 ssize_t read_small_file(const char *path, char *buf, size_t size);
+/*
+ * pthread_create with every signal blocked in the new thread, so that signals
+ * (SIGINT, SIGTERM, SIGCHLD) reach the main thread and interrupt its wait:
+ * 0 or -errno.
+ */
+int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 /* Test hook: true (after one line) at the APERTURE_FAIL_AT'th call; @where names the step. */
 bool fault_inject(const char *where);
 

@@ -132,6 +132,7 @@ struct symbolizer {
 	bool kernel_tried, ksyms_ok;
 	struct sym_mapping *kernel_map;
 	struct pyframes *py;		/* CPython code objects' names */
+	uint64_t young_until_ns;	/* the last announced process's first second ends (CLOCK_MONOTONIC) */
 	size_t cache_limit;		/* bytes, kept at each trim */
 	bool demangle;
 };
@@ -860,6 +861,7 @@ static int proc_add(struct symbolizer *sym, uint32_t tgid, struct proc **out)
 	}
 	perf_map_read(sym, p);
 	p->refreshed_ns = p->tracked_ns = now_ns(CLOCK_MONOTONIC);
+	sym->young_until_ns = p->tracked_ns + YOUNG_NS;
 	if (sym->nprocs >= MAX_PROCS)
 		proc_evict_one(sym);
 	p->next = sym->procs[tgid % PROC_BUCKETS];
@@ -928,11 +930,17 @@ int symbolizer_track(struct symbolizer *sym, uint32_t tgid)
 		p->start_time = start ? start : p->start_time;
 		p->last_used = ++sym->tick;
 		p->refreshed_ns = p->tracked_ns = now_ns(CLOCK_MONOTONIC);
+		sym->young_until_ns = p->tracked_ns + YOUNG_NS;
 		p->young_rereads = 0;
 		proc_refresh_maps(sym, p);
 		return 0;
 	}
 	return proc_get(sym, tgid) ? 0 : -ESRCH;
+}
+
+bool symbolizer_has_young(const struct symbolizer *sym)
+{
+	return now_ns(CLOCK_MONOTONIC) <= sym->young_until_ns;
 }
 
 void symbolizer_reread_young(struct symbolizer *sym)

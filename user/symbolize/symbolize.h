@@ -63,11 +63,15 @@ int symbolizer_track(struct symbolizer *sym, uint32_t tgid);
 
 /*
  * Reads again the maps of the processes announced in the last second (at
- * most a few times each): called periodically (every 100 ms by record), so
- * that a process announced before its loader mapped its libraries, and gone
- * before the next snapshot, is still named.
+ * most a few times each): called periodically (every 100 ms by record while
+ * symbolizer_has_young says there is one), so that a process announced
+ * before its loader mapped its libraries, and gone before the next snapshot,
+ * is still named.
  */
 void symbolizer_reread_young(struct symbolizer *sym);
+
+/* Whether a process was announced in the last second: its maps are still to be read again (above). */
+bool symbolizer_has_young(const struct symbolizer *sym);
 
 /* @name demangled (malloc'ed), or NULL: not mangled, or demangling is off in @sym (NULL: on). */
 char *symbolizer_demangle_name(const struct symbolizer *sym, const char *name);

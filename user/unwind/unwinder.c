@@ -233,7 +233,7 @@ struct unwinder *unwinder_new(int rows_fd, uint32_t rows_cap, int procs_fd, int 
 	pthread_mutex_init(&u->queue_lock, NULL);
 	pthread_cond_init(&u->queue_cond, NULL);
 	pthread_mutex_init(&u->state_lock, NULL);
-	if (pthread_create(&u->worker, NULL, worker_main, u)) {
+	if (thread_start(&u->worker, worker_main, u)) {
 		log_warn("unwind: cannot start the table builder: stacks by frame pointers only");
 		unwinder_free(u);
 		return NULL;
