@@ -793,13 +793,31 @@ static int daemon_start(struct daemon_run *run)
 	return 0;
 }
 
-/* Sleeps until @until (CLOCK_MONOTONIC ns), at most 100 ms, reading new-process notifications meanwhile. */
+/*
+ * Whether the loop must wake every 100 ms: a process announced in the last
+ * second (its maps are read again), or a profiler or output that polls (the
+ * GPU profiler's late attaches, Pyroscope's retries).  Else it sleeps until
+ * the next drain: notifications and signals wake it (the worker threads
+ * block signals), and each wakeup costs CPU (record's wait_ms).
+ */
+static bool needs_tick(const struct daemon_run *run)
+{
+	for (int i = 0; i < run->nprofs; i++)
+		if (run->profs[i]->ops->poll)
+			return true;
+	for (int i = 0; i < run->noutputs; i++)
+		if (run->outputs[i].ops->poll)
+			return true;
+	return run->sym && symbolizer_has_young(run->sym);
+}
+
+/* Sleeps until @until (CLOCK_MONOTONIC ns), at most 100 ms when needs_tick, reading new-process notifications meanwhile. */
 static void wait_until(struct daemon_run *run, uint64_t until)
 {
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
 	uint64_t ms = until > now ? (until - now) / 1000000 + 1 : 0;
 
-	if (ms > 100)
+	if (ms > 100 && needs_tick(run))
 		ms = 100;
 	if (run->run.events) {
 		ring_buffer__poll(run->run.events, (int)ms);
