@@ -296,6 +296,20 @@ oncpu_goals() {
 	fi
 }
 
+# half_goal WHAT MINE PEER PEERNAME: aperture's BPF ns per event at most half the
+# peer's (issue 25's goals for the on-CPU and off-CPU programs).
+half_goal() {
+	local a b
+	a=$(cat "$W/ns.$2" 2>/dev/null)
+	b=$(cat "$W/ns.$3" 2>/dev/null)
+	if [ -z "$a" ] || [ -z "$b" ]; then
+		goal n/a "$1 BPF cost at most 0.5x $4's"
+		return
+	fi
+	goal "$(awk -v a="$a" -v b="$b" 'BEGIN { print (a <= 0.5 * b) ? "PASS" : "MISS" }')" \
+		"$1 BPF cost at most 0.5x $4's: $(printf '%.0f' "$a") ns vs $(printf '%.0f' "$b") ns ($(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", a / b }')x)"
+}
+
 print_goals() {
 	local rss ns_a ns_o
 	printf '\nGoals (load average at the end: %s)\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -316,6 +330,8 @@ print_goals() {
 		goal "$(awk -v a="$ns_a" -v o="$ns_o" 'BEGIN { print (a <= o) ? "PASS" : "MISS" }')" \
 			"off-CPU BPF cost per switch no higher than offcputime's: $(printf '%.0f' "$ns_a") ns vs $(printf '%.0f' "$ns_o") ns"
 	fi
+	half_goal "on-CPU (per sample, whole machine)" aperture bpftrace bpftrace
+	half_goal "off-CPU (per switch)" aperture-off offcputime offcputime
 	printf '  (a slowdown or a difference smaller than the spread of the unprofiled runs is noise;\n'
 	printf '   per CPU-second leaves out the loader'"'"'s own CPU time, which table 3 shows)\n'
 }
