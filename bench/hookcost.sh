@@ -35,9 +35,7 @@ one_run() {
 		# shellcheck disable=SC2046
 		start_tool hook "$BIN/hookcost" "$BIN/hookcost.bpf.o" 600 $(progs "$mode" "$k") || { echo fail; return; }
 	fi
-	local prev
-	prev=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
-	[ "$STATS_OFF" = 1 ] && sysctl -qw kernel.bpf_stats_enabled=0
+	stats_off_begin
 	if [ "$mode" = switch ]; then
 		"$BIN/pingpong" "$D" | awk '{ printf "%.1f\n", 1e9 / $4 }'
 	else
@@ -45,7 +43,7 @@ one_run() {
 		# not getrusage's tick-sampled split), not the time it waited for a CPU.
 		"$BIN/sysloop" "$CALLS" | sed -n 's/.*cpu_per_call=\([0-9.]*\).*/\1/p'
 	fi
-	[ "$STATS_OFF" = 1 ] && sysctl -qw kernel.bpf_stats_enabled="${prev:-0}"
+	stats_off_end
 	[ "$k" -gt 0 ] && stop_tool
 }
 

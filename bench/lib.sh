@@ -60,6 +60,17 @@ bpf_stats_of() {
 			"\(.id) \(.name // "?") \(.run_time_ns // 0) \(.run_cnt // 0)"' 2>/dev/null
 }
 
+# stats_off_begin / stats_off_end: with STATS_OFF=1, bpf_stats off around a
+# timed run (its clock reads around every program run cost ~80 ns here) and
+# back to what it was after it; nothing without.
+stats_off_begin() {
+	STATS_PREV=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+	if [ "${STATS_OFF:-0}" = 1 ]; then sysctl -qw kernel.bpf_stats_enabled=0; fi
+}
+stats_off_end() {
+	if [ "${STATS_OFF:-0}" = 1 ]; then sysctl -qw kernel.bpf_stats_enabled="${STATS_PREV:-0}"; fi
+}
+
 # start_tool NAME CMD...: starts CMD in the background (PID in TOOL_PID) and
 # returns once it holds BPF programs (plus 1 s to attach); 1 if it died.
 start_tool() {

@@ -67,7 +67,7 @@ available() {
 # the loop, another job may turn it on); with STATS=1
 # the BPF programs' counters before and after in $W/before, $W/after.
 one_run() {
-	local v=$1 stats=$2 ids=() i st prev
+	local v=$1 stats=$2 ids=() i st
 	# The loop starts stopped, so that a tool can be given its pid first.
 	( kill -STOP "$BASHPID"; exec "$BIN/sysloop" "$CALLS" >"$W/loop.out" ) &
 	LOOP_PID=$!
@@ -84,13 +84,12 @@ one_run() {
 		done
 	fi
 	[ "$stats" = 1 ] && bpf_stats_of "${ids[@]}" >"$W/before"
-	prev=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
-	[ "$stats" = 0 ] && [ "$STATS_OFF" = 1 ] && sysctl -qw kernel.bpf_stats_enabled=0
+	[ "$stats" = 0 ] && stats_off_begin
 	st=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
 	kill -CONT "$LOOP_PID"
 	wait "$LOOP_PID"
 	st=$((${st:-0} | $(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)))
-	[ "$stats" = 0 ] && [ "$STATS_OFF" = 1 ] && sysctl -qw kernel.bpf_stats_enabled="${prev:-0}"
+	[ "$stats" = 0 ] && stats_off_end
 	[ "$stats" = 1 ] && bpf_stats_of "${ids[@]}" >"$W/after"
 	[ ${#CMD[@]} -gt 0 ] && stop_tool
 	echo "$(sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p' "$W/loop.out") $(sed -n 's/.*cpu_per_call=\([0-9.]*\).*/\1/p' "$W/loop.out") $st" >"$W/elapsed"

@@ -18,8 +18,8 @@ $(SYM_TMP):
 # Rebuilt when the recipes here change.
 $(SYM_FIXTURES): sym.mk
 
-$(B)/symtest: unit/symtest.c $(APERTURE_LIB) | $(B)
-	$(CC) $(TEST_CFLAGS) -o $@ $^ $(APERTURE_LDLIBS)
+$(B)/symtest: unit/symtest.c workloads/wl.h $(APERTURE_LIB) | $(B)
+	$(CC) $(TEST_CFLAGS) -o $@ $(filter-out %.h,$^) $(APERTURE_LDLIBS)
 
 # (1) PIE executable.
 $(B)/apsym_pie: $(SYM_SRC)/hot.c | $(B)

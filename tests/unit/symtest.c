@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "symbolize.h"
+#include "../workloads/wl.h"	/* stat_state */
 
 static void print_frame(const char *op, const struct sym_frame *f)
 {
@@ -36,21 +37,12 @@ static void print_frame(const char *op, const struct sym_frame *f)
 /* Gone or a zombie: its maps are empty from now on. */
 static int wait_dead(pid_t pid)
 {
-	char path[64], buf[256], *state;
-	int i;
+	char path[64], state;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	for (i = 0; i < 500; i++) {
-		FILE *f = fopen(path, "r");
-		size_t n;
-
-		if (!f)
-			return 0;
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		state = strrchr(buf, ')');
-		if (state && state[1] == ' ' && state[2] == 'Z')
+	for (int i = 0; i < 500; i++) {
+		state = stat_state(path);
+		if (!state || state == 'Z')
 			return 0;
 		usleep(10000);
 	}

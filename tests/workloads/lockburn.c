@@ -232,19 +232,10 @@ static void *exit_waiter(void *arg)
 /* Whether thread @tid of this process is asleep (state S: the waiter parked on the futex). */
 static bool thread_asleep(pid_t tid)
 {
-	char path[64], buf[512], *state;
-	FILE *f;
-	size_t n;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	state = strrchr(buf, ')');
-	return state && state[1] == ' ' && state[2] == 'S';
+	return stat_state(path) == 'S';
 }
 
 /*

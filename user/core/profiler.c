@@ -65,6 +65,22 @@ const struct profiler_ops *profiler_find(const char *name)
 	return NULL;
 }
 
+/* Whether @opts walk user stacks: unwind_resolve's question (the dwarf_unwind probe). */
+static bool walks_user_stacks(const struct profiler_opts *opts)
+{
+	return opts->stack_mode != STACK_MODE_KERNEL;
+}
+
+/*
+ * Whether @opts have a target set whose children could be followed (named
+ * processes, a set filled later, or totals kept for a pinned set):
+ * children_followed's question (the tp_sched_process_fork probe).
+ */
+static bool may_follow_children(const struct profiler_opts *opts)
+{
+	return opts->npids || opts->targets_only || opts->keep_totals;
+}
+
 /*
  * --unwind auto: DWARF where the kernel can walk it (one line when it
  * cannot, once per run); dwarf: an error instead.  Kernel-only stacks need none.
@@ -75,7 +91,7 @@ static int unwind_resolve(struct profiler *p)
 	char why[128];
 
 	p->dwarf = p->fp_in_bpf = p->python = false;
-	if (p->opts.stack_mode == STACK_MODE_KERNEL)
+	if (!walks_user_stacks(&p->opts))
 		return 0;
 	/* Frame-pointer walks in BPF too where it can (cheaper than bpf_get_stack's). */
 	p->fp_in_bpf = feature_has(FEAT_DWARF_UNWIND);
@@ -103,9 +119,9 @@ static uint64_t probes_asked_later(const struct profiler_opts *opts)
 {
 	uint64_t mask = 0;
 
-	if (opts->stack_mode != STACK_MODE_KERNEL)
+	if (walks_user_stacks(opts))
 		mask |= FEAT_BIT(FEAT_DWARF_UNWIND);
-	if (opts->npids || opts->targets_only || opts->keep_totals)
+	if (may_follow_children(opts))
 		mask |= FEAT_BIT(FEAT_TP_SCHED_FORK);
 	return mask;
 }
@@ -281,7 +297,7 @@ static bool children_followed(const struct profiler *p, bool owner)
 	static bool told;
 	char why[128];
 
-	if (!owner || (!p->opts.npids && !p->opts.targets_only && !p->opts.keep_totals))
+	if (!owner || !may_follow_children(&p->opts))
 		return false;
 	if (p->opts.no_children && !p->opts.keep_totals)
 		return false;
