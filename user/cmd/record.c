@@ -270,7 +270,8 @@ static void on_sigchld(int sig)
  */
 static int spawn_command(struct record_run *run)
 {
-	struct sigaction on_child = { .sa_handler = on_sigchld };
+	/* SA_RESTART: other calls go on; the loop's epoll_wait and nanosleep return EINTR whatever the flag. */
+	struct sigaction on_child = { .sa_handler = on_sigchld, .sa_flags = SA_RESTART | SA_NOCLDSTOP };
 	int go[2], status[2];
 	char byte;
 
