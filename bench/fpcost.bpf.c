@@ -241,8 +241,7 @@ int v_full(struct bpf_perf_event_data *ctx)
 
 	if (!ctl)
 		return 0;
-	key_fill_who(&key, 0);
-	key_fill_stacks(ctx, ctl, &key, !perf_sample_in_user_mode(ctx));
+	key_fill_perf_sample(ctx, ctl, &key);
 	record_event(ctl, &key, &one_sample);
 	return 0;
 }

@@ -296,22 +296,22 @@ oncpu_goals() {
 	fi
 }
 
-# half_goal WHAT MINE PEER PEERNAME: aperture's BPF ns per event at most half the
-# peer's (issue 25's goals for the on-CPU and off-CPU programs).
-half_goal() {
+# ns_goal FACTOR TEXT MINE PEER: aperture's BPF ns per event (table 2's ns.MINE) at most FACTOR
+# times a peer's (ns.PEER)
+ns_goal() {
 	local a b
-	a=$(cat "$W/ns.$2" 2>/dev/null)
-	b=$(cat "$W/ns.$3" 2>/dev/null)
+	a=$(cat "$W/ns.$3" 2>/dev/null)
+	b=$(cat "$W/ns.$4" 2>/dev/null)
 	if [ -z "$a" ] || [ -z "$b" ]; then
-		goal n/a "$1 BPF cost at most 0.5x $4's"
+		goal n/a "$2"
 		return
 	fi
-	goal "$(awk -v a="$a" -v b="$b" 'BEGIN { print (a <= 0.5 * b) ? "PASS" : "MISS" }')" \
-		"$1 BPF cost at most 0.5x $4's: $(printf '%.0f' "$a") ns vs $(printf '%.0f' "$b") ns ($(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", a / b }')x)"
+	goal "$(awk -v a="$a" -v b="$b" -v f="$1" 'BEGIN { print (a <= f * b) ? "PASS" : "MISS" }')" \
+		"$2: $(printf '%.0f' "$a") ns vs $(printf '%.0f' "$b") ns ($(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", a / b }')x)"
 }
 
 print_goals() {
-	local rss ns_a ns_o
+	local rss
 	printf '\nGoals (load average at the end: %s)\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 	oncpu_goals "per wall second" ratio 2
 	oncpu_goals "per CPU-second" cratio 3
@@ -322,16 +322,10 @@ print_goals() {
 		goal "$([ "$rss" -lt 16384 ] && echo PASS || echo MISS)" \
 			"loader peak RSS < 16 MB: $(awk -v k="$rss" 'BEGIN { printf "%.1f MB", k / 1024 }')"
 	fi
-	ns_a=$(cat "$W/ns.aperture-off" 2>/dev/null)
-	ns_o=$(cat "$W/ns.offcputime" 2>/dev/null)
-	if [ -z "$ns_a" ] || [ -z "$ns_o" ]; then
-		goal n/a "off-CPU BPF cost per switch no higher than offcputime's"
-	else
-		goal "$(awk -v a="$ns_a" -v o="$ns_o" 'BEGIN { print (a <= o) ? "PASS" : "MISS" }')" \
-			"off-CPU BPF cost per switch no higher than offcputime's: $(printf '%.0f' "$ns_a") ns vs $(printf '%.0f' "$ns_o") ns"
-	fi
-	half_goal "on-CPU (per sample, whole machine)" aperture bpftrace bpftrace
-	half_goal "off-CPU (per switch)" aperture-off offcputime offcputime
+	ns_goal 1 "off-CPU BPF cost per switch no higher than offcputime's" aperture-off offcputime
+	# issue 25's goals
+	ns_goal 0.5 "on-CPU BPF cost per sample (whole machine) at most 0.5x bpftrace's" aperture bpftrace
+	ns_goal 0.5 "off-CPU BPF cost per switch at most 0.5x offcputime's" aperture-off offcputime
 	printf '  (a slowdown or a difference smaller than the spread of the unprofiled runs is noise;\n'
 	printf '   per CPU-second leaves out the loader'"'"'s own CPU time, which table 3 shows)\n'
 }

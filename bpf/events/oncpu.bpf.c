@@ -27,8 +27,7 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	if (!task_wanted(ctl, id >> 32))
 		return 0;
-	key_fill_who(&key, 0);
-	key_fill_stacks(ctx, ctl, &key, !perf_sample_in_user_mode(ctx));
+	key_fill_perf_sample(ctx, ctl, &key);
 	record_event(ctl, &key, &one_sample);
 	if (cfg->raw_samples)
 		raw_event_emit(ctl, EVENT_CPU_SAMPLE, &key, bpf_ktime_get_ns(), 0, 0);

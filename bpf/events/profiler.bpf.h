@@ -55,4 +55,12 @@ static __always_inline void key_fill_current(void *ctx, const struct aperture_co
 	key_fill_stacks(ctx, ctl, key, true);
 }
 
+/* Who and where of a perf event's sample: no kernel walk for one that interrupted user mode. */
+static __always_inline void key_fill_perf_sample(struct bpf_perf_event_data *ctx,
+						 const struct aperture_control *ctl, struct sample_key *key)
+{
+	key_fill_who(key, 0);
+	key_fill_stacks(ctx, ctl, key, !perf_sample_in_user_mode(ctx));
+}
+
 #endif /* EVENTS_PROFILER_BPF_H */

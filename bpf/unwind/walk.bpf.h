@@ -60,8 +60,9 @@ static __always_inline bool stacks_user(const struct aperture_control *ctl)
 /*
  * Whether a perf event's sample interrupted user mode, from the registers the
  * event hands over: then there is no kernel stack, and the kernel's walk, which
- * would find that out, costs ~270 ns a sample here (bench/unwind.sh U4,
- * v_walk_k against v_walk_k_um).  Other architectures walk, as before.
+ * would find that out, cost 230-270 ns a sample here (bench/unwind.sh U4,
+ * v_walk_k against v_walk_k_um, two runs).  Other architectures walk, as
+ * before (only x86_64 is built).
  */
 static __always_inline bool perf_sample_in_user_mode(struct bpf_perf_event_data *ctx)
 {

@@ -376,8 +376,10 @@ static int open_events(struct record_run *run)
  * profiler that polls; the raw event stream, whose records come without a
  * wakeup), else up to @until_ns (the next snapshot, or the end).  New
  * processes wake the wait through the ring buffer; SIGINT, SIGTERM and the
- * command's SIGCHLD interrupt it.  A wakeup is not free: ten a second were
- * about a third of the loader's CPU at 99 Hz (perf record -p of a record -F 99).
+ * command's SIGCHLD interrupt it (one that comes between the loop's checks
+ * and the wait is seen at the next snapshot, up to 1 s late).  A wakeup is
+ * not free: with ten a second, `perf record -p` of a record -F 99 had 36% of
+ * the loader's samples in finish_task_switch.
  */
 static int wait_ms(struct record_run *run, uint64_t until_ns)
 {

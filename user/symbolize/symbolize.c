@@ -947,6 +947,9 @@ void symbolizer_reread_young(struct symbolizer *sym)
 {
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
 
+	if (now > sym->young_until_ns)
+		return;	/* no process announced in the last second: no walk of every bucket */
+
 	for (size_t b = 0; b < PROC_BUCKETS; b++) {
 		for (struct proc *p = sym->procs[b]; p; p = p->next) {
 			if (p->young_rereads >= YOUNG_REREADS || now - p->tracked_ns > YOUNG_NS)
