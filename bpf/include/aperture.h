@@ -34,7 +34,7 @@
  */
 struct aperture_stack {
 	__u32 depth;	/* valid entries in ips[] */
-	__u32 pad;
+	__u32 py_new;	/* walk-side: a Python frame's code object was first seen in this walk (stack_save) */
 	__u64 ips[APERTURE_MAX_DEPTH];
 };
 

@@ -45,7 +45,13 @@ static __always_inline __u64 stack_hash(const struct aperture_stack *st)
 	return h == 0 || h == APERTURE_STACK_LOST ? 1 : h;
 }
 
-/* A new stack with Python frames: its frames to the loader, to name them while the process lives. */
+/*
+ * A new stack with a Python frame whose code object the walk saw first: its
+ * frames to the loader, which names that code object while the process still
+ * has it.  A new stack of known code objects (another instruction, another
+ * native leaf) is named at the snapshot from the loader's cache: telling it
+ * woke the loader ~15 times a second at 99 Hz in steady state for nothing.
+ */
 static __always_inline void stack_tell_python(const struct aperture_stack *st)
 {
 	struct aperture_py_event *event;
@@ -99,7 +105,7 @@ __noinline __u64 stack_save(void)
 			 err == -ENOMEM ? STAT_STACKS_NOMEM : STAT_OTHER);
 		return APERTURE_STACK_LOST;
 	}
-	if (!err && st->pad)
+	if (!err && st->py_new)
 		stack_tell_python(st);
 	return id;
 }

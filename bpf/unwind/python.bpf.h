@@ -61,6 +61,7 @@ struct python_emit {
 	struct python_cursor *cur;
 	struct aperture_stack *st;
 	__u32 emitted;
+	bool code_new;			/* a code object shown was not seen at its address before */
 	bool full;			/* the stack is full */
 	bool cut;			/* a read failed: the walk stops */
 };
@@ -105,6 +106,7 @@ static __always_inline bool python_thread_frame(const struct python_proc *py, st
 struct python_buf {
 	__u8 frame[PY_READ_MAX];
 	__u8 code[PY_READ_MAX];
+	__u32 code_new;		/* python_frame_ip's: the code object was not seen at its address before */
 };
 
 struct {
@@ -165,8 +167,11 @@ static __always_inline __u64 python_instr(const struct python_proc *py, const st
 	return ptr < base ? 0 : (ptr - base) / 2;
 }
 
-/* The generation of the code object at @code, identified by @identity (a new one: the next generation). */
-static __always_inline __u32 python_generation(__u32 tgid, __u64 code, __u64 identity)
+/*
+ * The generation of the code object at @code, identified by @identity (a new
+ * one: the next generation); *@code_new set when it was not seen there before.
+ */
+static __always_inline __u32 python_generation(__u32 tgid, __u64 code, __u64 identity, __u32 *code_new)
 {
 	struct python_code_key key = { .tgid = tgid, .code = code };
 	struct python_code_seen *seen = bpf_map_lookup_elem(&python_codes, &key);
@@ -174,11 +179,13 @@ static __always_inline __u32 python_generation(__u32 tgid, __u64 code, __u64 ide
 
 	if (!seen) {
 		bpf_map_update_elem(&python_codes, &key, &fresh, BPF_NOEXIST);
+		*code_new = 1;
 		return 0;
 	}
 	if (seen->identity != identity) {
 		seen->identity = identity;	/* racing CPUs may count one change twice: still another generation */
 		seen->generation++;
+		*code_new = 1;
 	}
 	return seen->generation;
 }
@@ -204,7 +211,7 @@ __noinline __u64 python_frame_ip(const struct python_proc *py, struct python_buf
 	name = py_u64(b->code, (__u32)py->code_name - py->code_lo);
 	return py_frame_encode(code, python_instr(py, b, code),
 			       python_generation(tgid, code, py_code_identity(name,
-				py_u32(b->code, (__u32)py->code_firstlineno - py->code_lo))));
+				py_u32(b->code, (__u32)py->code_firstlineno - py->code_lo)), &b->code_new));
 }
 
 /* bpf_loop callback: shows one Python frame of this evaluator's run; 1 stops. */
@@ -233,9 +240,12 @@ static long python_frame_step(__u64 index, void *arg)
 	} else if (py->layout == PY_LAYOUT_CFRAME_ENTRY) {
 		entry = py_u8(b->frame, py->frame_entry);
 	}
+	b->code_new = 0;
 	ip = python_frame_ip(py, b, cur->tgid);
 	if (!ip)
 		goto cut;
+	if (b->code_new)
+		e->code_new = true;
 	/*
 	 * Checked after the map calls, where it indexes: 6.1 lost the bound of
 	 * a depth checked before them ("R3 unbounded memory access").
@@ -295,7 +305,8 @@ __noinline int python_run_put(struct python_cursor *cur, struct aperture_stack *
 	}
 	if (e.emitted) {
 		stat_add(STAT_PY_FRAMES, e.emitted);
-		st->pad = 1;	/* has Python frames: stack_store tells the loader when it is new */
+		if (e.code_new)
+			st->py_new = 1;	/* stack_save tells the loader when the stack is new */
 	} else if (st->depth == depth - 1) {
 		st->depth = depth;	/* nothing shown: the native frame stays */
 	}

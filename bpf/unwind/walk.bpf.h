@@ -28,7 +28,7 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
 
 	if (!st)
 		return 0;
-	st->pad = 0;
+	st->py_new = 0;
 	dwarf = user ? unwind_dwarf_walk(st) : 0;
 	if (dwarf <= 0 && !(user && unwind_fp_walk(st))) {
 		len = bpf_get_stack(ctx, st->ips, sizeof(st->ips), user ? BPF_F_USER_STACK : 0);
