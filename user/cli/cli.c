@@ -161,6 +161,7 @@ static void on_stop_signal(int sig)
 	if (cli_stop)
 		cli_abort = 1;
 	cli_stop = sig;
+	wakeup_post();
 }
 
 int cli_getopt_next(int argc, char **argv, const struct cli_getopt *g)
@@ -184,7 +185,10 @@ int cli_getopt_next(int argc, char **argv, const struct cli_getopt *g)
 void cli_install_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_stop_signal };
+	int err = wakeup_init();
 
+	if (err)
+		log_warn("no wakeup for signals (%s): one may be seen up to a second late", strerror(-err));
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -197,6 +201,7 @@ static void on_daemon_signal(int sig)
 		cli_reload = 1;
 	else
 		cli_stats = 1;
+	wakeup_post();
 }
 
 void cli_install_daemon_signals(void)

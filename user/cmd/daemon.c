@@ -819,15 +819,9 @@ static void wait_until(struct daemon_run *run, uint64_t until)
 
 	if (ms > 100 && needs_tick(run))
 		ms = 100;
-	if (run->run.events) {
-		ring_buffer__poll(run->run.events, (int)ms);
-		if (run->sym)
-			symbolizer_reread_young(run->sym);
-	} else {
-		struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
-
-		nanosleep(&ts, NULL);	/* EINTR: a signal to look at */
-	}
+	(void)run_wait(&run->run, (int)ms);	/* an unreadable ring was never fatal here: the drains go on */
+	if (run->run.events && run->sym)
+		symbolizer_reread_young(run->sym);
 }
 
 /*

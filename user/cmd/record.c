@@ -258,10 +258,11 @@ static int check_outputs(struct record_opts *o)
 	return 0;
 }
 
-/* Only there to interrupt the loop's wait (wait_tick): the loop reaps the command. */
+/* Only there to end the loop's wait (wait_tick): the loop reaps the command. */
 static void on_sigchld(int sig)
 {
 	(void)sig;
+	wakeup_post();
 }
 
 /*
@@ -270,11 +271,12 @@ static void on_sigchld(int sig)
  */
 static int spawn_command(struct record_run *run)
 {
-	/* SA_RESTART: other calls go on; the loop's epoll_wait and nanosleep return EINTR whatever the flag. */
+	/* SA_RESTART: other calls go on; the loop's wait ends on the wakeup the handler posts. */
 	struct sigaction on_child = { .sa_handler = on_sigchld, .sa_flags = SA_RESTART | SA_NOCLDSTOP };
 	int go[2], status[2];
 	char byte;
 
+	wakeup_init();	/* cli_install_signals made it already (or said why not) */
 	sigemptyset(&on_child.sa_mask);
 	sigaction(SIGCHLD, &on_child, NULL);	/* the command's exit ends the loop's wait */
 
@@ -376,8 +378,8 @@ static int open_events(struct record_run *run)
  * profiler that polls; the raw event stream, whose records come without a
  * wakeup), else up to @until_ns (the next snapshot, or the end).  New
  * processes wake the wait through the ring buffer; SIGINT, SIGTERM and the
- * command's SIGCHLD interrupt it (one that comes between the loop's checks
- * and the wait is seen at the next snapshot, up to 1 s late).  A wakeup is
+ * command's SIGCHLD through the wakeup their handlers post (run_wait: even
+ * one that comes between the loop's checks and the wait).  A wakeup is
  * not free: with ten a second, `perf record -p` of a record -F 99 had 36% of
  * the loader's samples in finish_task_switch.
  */
@@ -402,13 +404,10 @@ static int wait_tick(struct record_run *run, int ms)
 	int err;
 
 	/* APERTURE_TEST_EVENTS_HOLD=PATH: unread while PATH exists, so that a test can fill the ring. */
-	if (!run->run.events || events_held())
+	if (events_held())
 		return nanosleep(&tick, NULL) && errno != EINTR ? -errno : 0;
-	err = ring_buffer__poll(run->run.events, ms);
-	/* Raw events come without a wakeup: read whatever is there. */
-	if (err >= 0 || err == -EINTR)
-		err = ring_buffer__consume(run->run.events);
-	if (err < 0 && err != -EINTR) {
+	err = run_wait(&run->run, ms);
+	if (err < 0) {
 		log_error("reading BPF notifications: %s", strerror(-err));
 		return err;
 	}

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
+#include <sys/epoll.h>
 #include <sys/file.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -23,6 +25,7 @@ void run_init(struct run *run)
 	for (int i = 0; i < MAP_SLOT_MAX; i++)
 		run->fd[i] = -1;
 	run->lock_fd = -1;
+	run->wait_fd = -1;
 }
 
 void run_control_lock(const struct run *run)
@@ -47,6 +50,8 @@ void run_close(struct run *run)
 			close(run->fd[i]);
 	if (run->lock_fd >= 0)
 		close(run->lock_fd);
+	if (run->wait_fd >= 0)
+		close(run->wait_fd);
 	run_init(run);	/* the symbolizer is the caller's */
 }
 
@@ -202,4 +207,52 @@ void run_unwind_report(const struct run *run, FILE *out)
 {
 	if (run->unwinder)
 		unwinder_report(run->unwinder, out);
+}
+
+/* run_wait's epoll set: the ring's own epoll fd (readable when a ring is) and the wakeup. */
+static int run_wait_open(struct run *run)
+{
+	struct epoll_event ring = { .events = EPOLLIN }, wake = { .events = EPOLLIN };
+	int fd = epoll_create1(EPOLL_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if ((run->events && epoll_ctl(fd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(run->events), &ring)) ||
+	    (wakeup_fd() >= 0 && epoll_ctl(fd, EPOLL_CTL_ADD, wakeup_fd(), &wake))) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	run->wait_fd = fd;
+	return 0;
+}
+
+int run_wait(struct run *run, int ms)
+{
+	struct epoll_event got[2];
+	int err;
+
+	if (run->wait_fd == -1 && (err = run_wait_open(run)) != 0) {
+		log_warn("cannot wait on the notifications and signals together (%s): polling the ring alone",
+			 strerror(-err));
+		run->wait_fd = -2;	/* once */
+	}
+	if (run->wait_fd >= 0) {
+		if (epoll_wait(run->wait_fd, got, 2, ms) < 0 && errno != EINTR)
+			return -errno;
+	} else if (run->events) {
+		err = ring_buffer__poll(run->events, ms);
+		if (err < 0 && err != -EINTR)
+			return err;
+	} else {
+		struct timespec tick = { ms / 1000, (ms % 1000) * 1000000L };
+
+		nanosleep(&tick, NULL);	/* EINTR: a signal to look at */
+	}
+	wakeup_clear();
+	if (!run->events)
+		return 0;
+	err = ring_buffer__consume(run->events);
+	return err < 0 && err != -EINTR ? err : 0;
 }

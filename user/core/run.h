@@ -34,6 +34,7 @@ struct run {
 	struct unwinder *unwinder;	/* builds the DWARF tables of the processes announced; NULL: off */
 	raw_event_fn raw;		/* takes the raw events; NULL: dropped */
 	void *raw_ctx;
+	int wait_fd;			/* run_wait's epoll set (the ring's and util's wakeup); -1: not made yet, -2: cannot be */
 };
 
 /* An empty run: no maps yet (the first profiler opened with it creates them). */
@@ -76,6 +77,16 @@ int run_watch_events(struct run *run, struct symbolizer *sym, raw_event_fn fn, v
  * the start have their tables before their first samples, or soon after.
  */
 void run_track(struct run *run, const uint32_t *pids, int npids);
+
+/*
+ * The main loop's wait: up to @ms for a notification in run->events or a
+ * signal (util's wakeup, which the handlers post, so that one that came
+ * just before the wait ends it at once), then reads what the ring holds
+ * (raw events come without a wakeup).  Without a ring, waits for the
+ * signal or @ms.  Called after run_watch_events (the set is made at the
+ * first call).  0, or -errno when the ring cannot be read.
+ */
+int run_wait(struct run *run, int ms);
 
 /* The DWARF unwinder's one-line report (nothing when it is off). */
 void run_unwind_report(const struct run *run, FILE *out);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 #include "util.h"
@@ -271,4 +272,36 @@ int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 	err = pthread_create(thread, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return -err;
+}
+
+static int wakeup_efd = -1;
+
+int wakeup_init(void)
+{
+	if (wakeup_efd < 0)
+		wakeup_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	return wakeup_efd < 0 ? -errno : 0;
+}
+
+int wakeup_fd(void)
+{
+	return wakeup_efd;
+}
+
+void wakeup_post(void)
+{
+	uint64_t one = 1;
+	int saved = errno;
+
+	if (wakeup_efd >= 0 && write(wakeup_efd, &one, sizeof(one)) < 0)
+		(void)0;	/* EAGAIN: the counter is full, the wakeup already pending */
+	errno = saved;
+}
+
+void wakeup_clear(void)
+{
+	uint64_t count;
+
+	if (wakeup_efd >= 0 && read(wakeup_efd, &count, sizeof(count)) < 0)
+		(void)0;	/* EAGAIN: nothing was posted */
 }

@@ -68,6 +68,18 @@ ssize_t read_small_file(const char *path, char *buf, size_t size);
  * 0 or -errno.
  */
 int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
+/*
+ * The main loop's wakeup, which signal handlers post: a signal that comes
+ * between the loop's checks and its wait ends the wait at once, instead of
+ * when it times out (up to a second).  wakeup_init() before the handlers are
+ * installed (0, or -errno: then a signal only interrupts a wait under way);
+ * wakeup_fd() to wait on (-1: none); wakeup_post() from a handler
+ * (async-signal-safe); wakeup_clear() after the wait.
+ */
+int wakeup_init(void);
+int wakeup_fd(void);
+void wakeup_post(void);
+void wakeup_clear(void);
 /* Test hook: true (after one line) at the APERTURE_FAIL_AT'th call; @where names the step. */
 bool fault_inject(const char *where);
 
