@@ -112,6 +112,7 @@ struct daemon_run {
 	struct outdir out;
 	struct daemon_output { const struct output_ops *ops; void *state; } outputs[MAX_OUTPUTS];
 	int noutputs;
+	uint64_t outputs_due_ns;	/* the earliest next poll they asked for (poll_outputs); UINT64_MAX: none */
 	uint64_t interval_start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t next_collect_ns;	/* the next pass of the stacks' garbage collector */
 	size_t profiles_held_bytes;	/* what the last interval's profiles took when written */
@@ -737,6 +738,7 @@ static const struct {
 
 static int open_outputs(struct daemon_run *run)
 {
+	run->outputs_due_ns = UINT64_MAX;
 	for (int i = 0; i < MAX_OUTPUTS; i++) {
 		void *state;
 
@@ -750,12 +752,19 @@ static int open_outputs(struct daemon_run *run)
 	return 0;
 }
 
-/* Between intervals: the outputs' own work (Pyroscope's retries). */
+/* Between intervals: the outputs' own work (Pyroscope's retries), and when they want it next. */
 static void poll_outputs(struct daemon_run *run, bool stopping)
 {
-	for (int i = 0; i < run->noutputs; i++)
-		if (run->outputs[i].ops->poll)
-			run->outputs[i].ops->poll(run->outputs[i].state, stopping);
+	run->outputs_due_ns = UINT64_MAX;
+	for (int i = 0; i < run->noutputs; i++) {
+		uint64_t due;
+
+		if (!run->outputs[i].ops->poll)
+			continue;
+		due = run->outputs[i].ops->poll(run->outputs[i].state, stopping);
+		if (due < run->outputs_due_ns)
+			run->outputs_due_ns = due;
+	}
 }
 
 static int daemon_start(struct daemon_run *run)
@@ -795,27 +804,28 @@ static int daemon_start(struct daemon_run *run)
 
 /*
  * Whether the loop must wake every 100 ms: a process announced in the last
- * second (its maps are read again), or a profiler or output that polls (the
- * GPU profiler's late attaches, Pyroscope's retries).  Else it sleeps until
- * the next drain: notifications and signals wake it (the worker threads
- * block signals), and each wakeup costs CPU (record's wait_ms).
+ * second (its maps are read again), or a profiler that polls (the GPU
+ * profiler's late attaches).  Else it sleeps until the next drain, or an
+ * output's next poll (Pyroscope's retry): notifications and signals wake it
+ * (the worker threads block signals), and each wakeup costs CPU (record's
+ * wait_ms).
  */
 static bool needs_tick(const struct daemon_run *run)
 {
 	for (int i = 0; i < run->nprofs; i++)
 		if (run->profs[i]->ops->poll)
 			return true;
-	for (int i = 0; i < run->noutputs; i++)
-		if (run->outputs[i].ops->poll)
-			return true;
 	return run->sym && symbolizer_has_young(run->sym);
 }
 
-/* Sleeps until @until (CLOCK_MONOTONIC ns), at most 100 ms when needs_tick, reading new-process notifications meanwhile. */
+/* Sleeps until @until (CLOCK_MONOTONIC ns) or an output's poll, at most 100 ms when needs_tick, reading new-process notifications meanwhile. */
 static void wait_until(struct daemon_run *run, uint64_t until)
 {
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
-	uint64_t ms = until > now ? (until - now) / 1000000 + 1 : 0;
+	uint64_t now = now_ns(CLOCK_MONOTONIC), ms;
+
+	if (until > run->outputs_due_ns)
+		until = run->outputs_due_ns;
+	ms = until > now ? (until - now) / 1000000 + 1 : 0;
 
 	if (ms > 100 && needs_tick(run))
 		ms = 100;

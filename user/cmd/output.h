@@ -9,6 +9,7 @@
 #define OUTPUT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "profile.h"
 #include "usage.h"
 
@@ -16,8 +17,13 @@ struct output_ops {
 	const char *name;
 	/* An interval's profile of one kind (its time_ns and duration_ns say when); 0 or -errno after one line. */
 	int (*write)(void *state, const struct profile *prof);
-	/* Between intervals (each loop turn), and once more with @stopping before close; may be NULL. */
-	void (*poll)(void *state, bool stopping);
+	/*
+	 * Between intervals, and once more with @stopping before close; may be
+	 * NULL.  Returns when it next wants to be called (CLOCK_MONOTONIC ns):
+	 * UINT64_MAX when nothing waits (the next write brings work, and a poll
+	 * after it), so that an idle output does not keep the daemon waking.
+	 */
+	uint64_t (*poll)(void *state, bool stopping);
 	/* Its part of the interval's health line; may be NULL. */
 	void (*health)(void *state, struct usage_line *line);
 	void (*close)(void *state);

@@ -451,14 +451,26 @@ static enum spool_verdict send_one(void *ctx, const struct sw_msgs *msgs)
 	return SPOOL_RETRY;
 }
 
-static void pyroscope_poll(void *state, bool stopping)
+/*
+ * Pushes what waits, unless a failure's backoff says not yet; then asks for
+ * the next poll at the backoff's end, or in RETRY_TICK_NS when an upload
+ * waits with no backoff (one could not be encoded), and not at all when the
+ * spool is empty.
+ */
+#define RETRY_TICK_NS 100000000ull
+
+static uint64_t pyroscope_poll(void *state, bool stopping)
 {
 	struct pyroscope *p = state;
+	uint64_t now;
 
 	p->stopping = stopping;
-	if (!p->spool.head || (!stopping && now_ns(CLOCK_MONOTONIC) < p->next_try_ns))
-		return;
-	spool_drain(&p->spool, send_one, p);
+	if (p->spool.head && (stopping || now_ns(CLOCK_MONOTONIC) >= p->next_try_ns))
+		spool_drain(&p->spool, send_one, p);
+	if (!p->spool.head)
+		return UINT64_MAX;
+	now = now_ns(CLOCK_MONOTONIC);
+	return p->next_try_ns > now ? p->next_try_ns : now + RETRY_TICK_NS;
 }
 
 static void pyroscope_health(void *state, struct usage_line *line)
