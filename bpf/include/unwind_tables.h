@@ -59,7 +59,16 @@ struct unwind_mapping {
 	__u32 nrows;		/* 0: no table for this file: frame pointers */
 	__u32 file_id;		/* key in unwind_files; 0: no file (anonymous code, a path refused) */
 	__u32 index_rows;	/* slots of the page index before first_row; 0: none (search all rows) */
+	__u32 flags;		/* UNWIND_MAPPING_ */
+	__u32 pad;
 };
+
+/*
+ * unwind_mapping.flags: its file's rows keep rbp a frame pointer wherever a
+ * call can be (user/unwind/cfi.h: cfi_table.fp_frames), so a caller's frame
+ * in it (a return address) is stepped by frame pointers without a row search.
+ */
+#define UNWIND_MAPPING_FP_FRAMES 1
 
 /*
  * A file's page index: a head, then one entry per page (3 to a slot of
@@ -126,7 +135,7 @@ struct unwind_file_info {
 #define APERTURE_IP_NO_TABLES 0xfffffffffffffffcULL
 
 _Static_assert(sizeof(struct unwind_row) == 12, "unwind_row layout");
-_Static_assert(sizeof(struct unwind_mapping) == 40, "unwind_mapping layout");
+_Static_assert(sizeof(struct unwind_mapping) == 48, "unwind_mapping layout");
 _Static_assert(sizeof(struct unwind_page_head) == sizeof(struct unwind_row), "a page head fills a row slot");
 _Static_assert(sizeof(struct unwind_page_slot) == sizeof(struct unwind_row), "page entries fill a row slot");
 _Static_assert(sizeof(struct unwind_file_info) == 304, "unwind_file_info layout");

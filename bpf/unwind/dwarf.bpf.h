@@ -669,12 +669,42 @@ static __always_inline bool unwind_noted_step(struct unwind_cpu *c, __u32 mine, 
 	return true;
 }
 
-/* unwind_noted_step, else unwind_frame_in: one frame's step, as unwind_frame_in answers. */
+/*
+ * Steps @r when it is a caller's frame (its pc a return address) in the
+ * mapping the walk last found (@c's note), and that mapping's file keeps
+ * frame pointers (UNWIND_MAPPING_FP_FRAMES): its row there is CFA = rbp + 16,
+ * rbp saved at CFA - 16, stepped as such with no row search; rbp 0 ends the
+ * walk, as in a frame-pointer walk (the outermost frame, _start, clears it).
+ * The first frame and a signal's (precise pcs) may be in a prologue: they
+ * take their row.  false leaves @r as it was; else *@ret is the step's answer.
+ */
+static __always_inline bool unwind_fp_file_step(struct unwind_cpu *c, __u32 *gen, struct unwind_proc *proc,
+						struct unwind_regs *r, int *ret)
+{
+	struct unwind_row fp_row = {
+		.cfa_rule = UNWIND_CFA_RBP, .cfa_off = 16, .rbp_rule = UNWIND_RBP_OFFSET, .rbp_off = -16,
+	};
+	struct unwind_mapping *m;
+
+	if (r->precise)
+		return false;
+	m = &proc->mappings[c->mapping & (UNWIND_MAX_MAPPINGS - 1)];	/* a hint: checked against the pc */
+	if (!(m->flags & UNWIND_MAPPING_FP_FRAMES) || r->pc - 1 < m->start || r->pc - 1 >= m->end)
+		return false;
+	*ret = r->bp ? unwind_row_step(c, gen, r, &fp_row) : 1;
+	return true;
+}
+
+/* unwind_noted_step, else unwind_fp_file_step, else unwind_frame_in: one frame's step, as unwind_frame_in answers. */
 static __always_inline int unwind_frame_fast(struct unwind_cpu *c, __u32 *gen, struct unwind_proc *proc,
 					     struct unwind_regs *r)
 {
+	int ret;
+
 	if (c && unwind_noted_step(c, *gen, r, r->precise ? r->pc : r->pc - 1))
 		return 0;
+	if (c && unwind_fp_file_step(c, gen, proc, r, &ret))
+		return ret;
 	return unwind_frame_in(c, gen, proc, r);
 }
 

@@ -66,4 +66,18 @@ if [ -e "$big" ]; then
 else
 	skip "$big: not here"
 fi
+# 6. Which files keep frame pointers wherever a call can be (cfi_table.fp_frames): the BPF walk
+#    steps their callers' frames by frame pointers, no row searched, so a file said to keep them
+#    that does not would be walked wrong.  The workloads built with -fno-omit-frame-pointer keep
+#    them (prologues the scheduler spread, PLT stubs, leaf functions without a frame); nofp and
+#    libnofp.so (-fomit-frame-pointer: rsp-based frames that call) do not.
+for f in "$WL/cpuburn" "$WL/lockburn" "$WL/libburn.so"; do
+	[ -e "$f" ] || { skip "$f: not built"; continue; }
+	is "$(basename "$f") (frame pointers): every call site keeps them" \
+		"$("$CFITEST" "$f" | grep -o ' fp=[01]')" " fp=1"
+done
+for f in "$WL/nofp" "$WL/libnofp.so"; do
+	is "$(basename "$f") (no frame pointers): not said to keep them" \
+		"$("$CFITEST" "$f" | grep -o ' fp=[01]')" " fp=0"
+done
 done_testing

@@ -125,8 +125,8 @@ static int one(const char *path)
 		}
 		for (size_t i = 0; i < t.nfdes; i++)
 			sum = mix(sum, t.fde_starts[i]);
-		printf("%s\tok fdes=%zu rows=%zu work=%zu sum=%016" PRIx64 " ms=%.0f", path, t.nfdes, t.nrows,
-		       t.work, sum, ms_since(&t0));
+		printf("%s\tok fdes=%zu rows=%zu work=%zu sum=%016" PRIx64 " ms=%.0f fp=%d", path, t.nfdes, t.nrows,
+		       t.work, sum, ms_since(&t0), t.fp_frames);
 		err = index_check(&t) ? -EDOM : 0;
 		printf("\n");
 		cfi_table_free(&t);

@@ -6,6 +6,7 @@
 #ifndef UNWIND_CFI_H
 #define UNWIND_CFI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <libelf.h>
@@ -19,6 +20,20 @@ struct cfi_table {
 	size_t nfdes;
 	size_t eh_frame_bytes;		/* size of .eh_frame, for the memory report */
 	size_t unsupported;		/* rows whose CFA rule the walk cannot follow (it stops there) */
+	/*
+	 * Every row where a function can make a call keeps the frame-pointer
+	 * convention: CFA = rbp + 16 with rbp saved at CFA - 16.  Other rows may
+	 * only be a function's entry or return (CFA = rsp + 8), the prologue
+	 * from `push %rbp` to `mov %rsp,%rbp` (CFA = rsp + 16, rbp saved, then
+	 * CFA = rbp + 16), PLT stubs (in .plt, .plt.sec, .plt.got), gaps and the
+	 * outermost frame: no call is made under them, so no return address is
+	 * in them.  A file built with frame pointers has it (a caller's frame in
+	 * it is then stepped by frame pointers, no row searched: its row says
+	 * that anyway); one function without (-fomit-frame-pointer, a `sub
+	 * $8,%rsp` before a call, an expression the walk cannot follow) takes it
+	 * away.
+	 */
+	bool fp_frames;
 	size_t work;			/* steps taken to build it (see CFI_MAX_FILE_WORK) */
 };
 /* What @t's arrays take on the heap. */

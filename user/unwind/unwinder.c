@@ -53,6 +53,7 @@ struct unwind_file {
 	uint32_t first_row;
 	uint32_t nrows;		/* 0: no table (none in the file, or no room): frame pointers */
 	uint32_t index_rows;	/* slots of its page index, just before first_row (rowindex.h) */
+	bool fp_frames;		/* its rows keep frame pointers (cfi_table.fp_frames): UNWIND_MAPPING_FP_FRAMES */
 	uint32_t refs;		/* live tracked processes mapping it */
 	uint64_t last_used;	/* unwinder.clock when a process last mapped it: eviction order */
 	bool evicted;		/* its rows were freed: built again when a process maps it */
@@ -408,6 +409,7 @@ static bool evict_one(struct unwinder *u)
 		return false;
 	oldest->nrows = 0;
 	oldest->index_rows = 0;
+	oldest->fp_frames = false;
 	oldest->evicted = true;
 	u->files_evicted++;
 	return true;
@@ -471,6 +473,7 @@ static void file_build(struct unwinder *u, struct unwind_file *f, Elf *elf, cons
 		f->first_row = first + nindex;
 		f->nrows = (uint32_t)t.nrows;
 		f->index_rows = nindex;
+		f->fp_frames = t.fp_frames;
 	}
 	free(index);
 	cfi_table_free(&t);
@@ -689,6 +692,7 @@ static bool mapping_from_line(struct unwinder *u, uint32_t tgid, const struct ma
 		m->first_row = f->first_row;
 		m->nrows = f->nrows;
 		m->index_rows = f->index_rows;
+		m->flags = f->fp_frames ? UNWIND_MAPPING_FP_FRAMES : 0;
 	}
 	return true;
 }
