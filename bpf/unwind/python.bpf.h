@@ -61,7 +61,6 @@ struct python_emit {
 	struct python_cursor *cur;
 	struct aperture_stack *st;
 	__u32 emitted;
-	bool code_new;			/* a code object shown was not seen at its address before */
 	bool full;			/* the stack is full */
 	bool cut;			/* a read failed: the walk stops */
 };
@@ -299,8 +298,6 @@ static long python_frame_step(__u64 index, void *arg)
 	ip = python_frame_ip(py, b, cur->tgid);
 	if (!ip)
 		goto cut;
-	if (b->code_new)
-		e->code_new = true;
 	/*
 	 * Checked after the map calls, where it indexes: 6.1 lost the bound of
 	 * a depth checked before them ("R3 unbounded memory access").
@@ -312,6 +309,8 @@ static long python_frame_step(__u64 index, void *arg)
 	}
 	st->ips[depth] = ip;
 	st->depth = depth + 1;
+	if (b->code_new)
+		st->py_new = 1;	/* stack_save tells the loader when the stack is new */
 	e->emitted++;
 	cur->frame = back;
 	/* One frame object per evaluator call before 3.11; 3.11 marks the first of a run. */
@@ -360,8 +359,6 @@ __noinline int python_run_put(struct python_cursor *cur, struct aperture_stack *
 	}
 	if (e.emitted) {
 		stat_add(STAT_PY_FRAMES, e.emitted);
-		if (e.code_new)
-			st->py_new = 1;	/* stack_save tells the loader when the stack is new */
 	} else if (st->depth == depth - 1) {
 		st->depth = depth;	/* nothing shown: the native frame stays */
 	}

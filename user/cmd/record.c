@@ -276,8 +276,7 @@ static int spawn_command(struct record_run *run)
 	int go[2], status[2];
 	char byte;
 
-	wakeup_init();	/* cli_install_signals made it already (or said why not) */
-	sigemptyset(&on_child.sa_mask);
+	sigemptyset(&on_child.sa_mask);	/* the wakeup: cli_install_signals made it */
 	sigaction(SIGCHLD, &on_child, NULL);	/* the command's exit ends the loop's wait */
 
 	if (pipe2(go, O_CLOEXEC))

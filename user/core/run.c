@@ -212,7 +212,7 @@ void run_unwind_report(const struct run *run, FILE *out)
 /* run_wait's epoll set: the ring's own epoll fd (readable when a ring is) and the wakeup. */
 static int run_wait_open(struct run *run)
 {
-	struct epoll_event ring = { .events = EPOLLIN }, wake = { .events = EPOLLIN };
+	struct epoll_event ring = { .events = EPOLLIN }, wake = { .events = EPOLLIN, .data.u32 = 1 };
 	int fd = epoll_create1(EPOLL_CLOEXEC);
 
 	if (fd < 0)
@@ -231,7 +231,7 @@ static int run_wait_open(struct run *run)
 int run_wait(struct run *run, int ms)
 {
 	struct epoll_event got[2];
-	int err;
+	int err, n;
 
 	if (run->wait_fd == -1 && (err = run_wait_open(run)) != 0) {
 		log_warn("cannot wait on the notifications and signals together (%s): polling the ring alone",
@@ -239,8 +239,12 @@ int run_wait(struct run *run, int ms)
 		run->wait_fd = -2;	/* once */
 	}
 	if (run->wait_fd >= 0) {
-		if (epoll_wait(run->wait_fd, got, 2, ms) < 0 && errno != EINTR)
+		n = epoll_wait(run->wait_fd, got, 2, ms);
+		if (n < 0 && errno != EINTR)
 			return -errno;
+		for (int i = 0; i < n; i++)
+			if (got[i].data.u32 == 1)
+				wakeup_clear();	/* posted: read only then, not a syscall every turn */
 	} else if (run->events) {
 		err = ring_buffer__poll(run->events, ms);
 		if (err < 0 && err != -EINTR)
@@ -250,7 +254,6 @@ int run_wait(struct run *run, int ms)
 
 		nanosleep(&tick, NULL);	/* EINTR: a signal to look at */
 	}
-	wakeup_clear();
 	if (!run->events)
 		return 0;
 	err = ring_buffer__consume(run->events);

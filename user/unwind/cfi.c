@@ -559,7 +559,74 @@ static int fde_starts_from_hdr(Elf *elf, uint64_t **starts, uint64_t **ends, siz
 	return 0;
 }
 
-static bool rows_keep_fp(Elf *elf, const struct cfi_table *t);
+#define PLT_SECTIONS 3
+
+/* Where the PLT stubs are: calls jump through them, never return into them. */
+struct plt_ranges {
+	uint64_t lo[PLT_SECTIONS], hi[PLT_SECTIONS];
+	int n;
+};
+
+static void plt_ranges_of(Elf *elf, struct plt_ranges *plt)
+{
+	static const char *const names[PLT_SECTIONS] = { ".plt", ".plt.sec", ".plt.got" };
+	GElf_Shdr shdr;
+
+	plt->n = 0;
+	for (int i = 0; i < PLT_SECTIONS; i++) {
+		if (!section_named(elf, names[i], &shdr))
+			continue;
+		plt->lo[plt->n] = shdr.sh_addr;
+		plt->hi[plt->n++] = shdr.sh_addr + shdr.sh_size;
+	}
+}
+
+static bool in_plt(const struct plt_ranges *plt, uint64_t pc)
+{
+	for (int i = 0; i < plt->n; i++)
+		if (pc >= plt->lo[i] && pc < plt->hi[i])
+			return true;
+	return false;
+}
+
+/* Row @i of @t is the frame-pointer body's, or one no call is made under (see cfi_table.fp_frames). */
+static bool row_keeps_fp(const struct cfi_table *t, size_t i, const struct plt_ranges *plt)
+{
+	const struct unwind_row *r = &t->rows[i];
+	bool rbp_saved = r->rbp_rule == UNWIND_RBP_OFFSET && r->rbp_off == -16;
+
+	if (in_plt(plt, r->pc))
+		return true;
+	switch (r->cfa_rule) {
+	case UNWIND_CFA_RBP:
+		return r->cfa_off == 16 && rbp_saved;
+	case UNWIND_CFA_RSP:
+		if (r->cfa_off == 8)
+			return true;	/* entry or return: a call here would leave the stack misaligned */
+		/* After `push %rbp`, up to `mov %rsp,%rbp` (the scheduler may put other moves between, never a call). */
+		return r->cfa_off == 16 && rbp_saved && i + 1 < t->nrows &&
+		       t->rows[i + 1].cfa_rule == UNWIND_CFA_RBP && t->rows[i + 1].cfa_off == 16;
+	case UNWIND_CFA_NONE:
+	case UNWIND_CFA_PLT:
+	case UNWIND_CFA_END:
+		return true;
+	default:
+		return false;	/* a signal frame */
+	}
+}
+
+static bool rows_keep_fp(Elf *elf, const struct cfi_table *t)
+{
+	struct plt_ranges plt;
+
+	if (!t->nrows || t->unsupported)
+		return false;	/* an expression the walk cannot follow may be a frame without rbp (a realigned stack) */
+	plt_ranges_of(elf, &plt);
+	for (size_t i = 0; i < t->nrows; i++)
+		if (!row_keeps_fp(t, i, &plt))
+			return false;
+	return true;
+}
 
 int cfi_table_build(Elf *elf, struct cfi_table *t)
 {
@@ -604,73 +671,6 @@ int cfi_table_build(Elf *elf, struct cfi_table *t)
 	else
 		t->fp_frames = rows_keep_fp(elf, t);
 	return err;
-}
-
-#define PLT_SECTIONS 3
-
-/* Where the PLT stubs are: calls jump through them, never return into them. */
-struct plt_ranges {
-	uint64_t lo[PLT_SECTIONS], hi[PLT_SECTIONS];
-	int n;
-};
-
-static void plt_ranges_of(Elf *elf, struct plt_ranges *plt)
-{
-	static const char *const names[PLT_SECTIONS] = { ".plt", ".plt.sec", ".plt.got" };
-	GElf_Shdr shdr;
-
-	plt->n = 0;
-	for (int i = 0; i < PLT_SECTIONS; i++) {
-		if (!section_named(elf, names[i], &shdr))
-			continue;
-		plt->lo[plt->n] = shdr.sh_addr;
-		plt->hi[plt->n++] = shdr.sh_addr + shdr.sh_size;
-	}
-}
-
-static bool in_plt(const struct plt_ranges *plt, uint64_t pc)
-{
-	for (int i = 0; i < plt->n; i++)
-		if (pc >= plt->lo[i] && pc < plt->hi[i])
-			return true;
-	return false;
-}
-
-/* Row @i of @t is the frame-pointer body's, or one no call is made under (see cfi_table.fp_frames). */
-static bool row_keeps_fp(const struct cfi_table *t, size_t i, const struct plt_ranges *plt)
-{
-	const struct unwind_row *r = &t->rows[i];
-	bool rbp_saved = r->rbp_rule == UNWIND_RBP_OFFSET && r->rbp_off == -16;
-
-	switch (r->cfa_rule) {
-	case UNWIND_CFA_RBP:
-		return (r->cfa_off == 16 && rbp_saved) || in_plt(plt, r->pc);
-	case UNWIND_CFA_RSP:
-		if (r->cfa_off == 8 || in_plt(plt, r->pc))
-			return true;	/* entry or return: a call here would leave the stack misaligned */
-		/* After `push %rbp`, up to `mov %rsp,%rbp` (the scheduler may put other moves between, never a call). */
-		return r->cfa_off == 16 && rbp_saved && i + 1 < t->nrows &&
-		       t->rows[i + 1].cfa_rule == UNWIND_CFA_RBP && t->rows[i + 1].cfa_off == 16;
-	case UNWIND_CFA_NONE:
-	case UNWIND_CFA_PLT:
-	case UNWIND_CFA_END:
-		return true;
-	default:
-		return false;	/* a signal frame */
-	}
-}
-
-static bool rows_keep_fp(Elf *elf, const struct cfi_table *t)
-{
-	struct plt_ranges plt;
-
-	if (!t->nrows || t->unsupported)
-		return false;	/* an expression the walk cannot follow may be a frame without rbp (a realigned stack) */
-	plt_ranges_of(elf, &plt);
-	for (size_t i = 0; i < t->nrows; i++)
-		if (!row_keeps_fp(t, i, &plt))
-			return false;
-	return true;
 }
 
 size_t cfi_table_bytes(const struct cfi_table *t)
