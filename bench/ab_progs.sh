@@ -12,7 +12,8 @@
 # bash bench/ab_progs.sh "-p {PID} --unwind dwarf -F 999" \
 #	"bench/build/deepstack-nofp 30 90 2" ./old ./aperture
 # A BINARY written cmd:COMMAND runs COMMAND as is instead (a peer beside
-# the builds, e.g. "cmd:syscount -d 120": tracefs is mounted for it).
+# the builds, e.g. "cmd:syscount -d 120": tracefs is mounted for it; {PID}
+# in it is the workload's pid too: "cmd:syscount -L -p {PID} -d 120").
 # Knobs: ROUNDS (3), D (8).  See bench/README.md.
 . "$(dirname "$0")/lib.sh"
 D=${D:-8}
@@ -43,7 +44,8 @@ main() {
 			if [[ $ap == cmd:* ]]; then
 				need_tracefs
 				# shellcheck disable=SC2086
-				start_tool "ab$i" timeout -k 5 300 ${ap#cmd:} || exit 1
+				cmd=${ap#cmd:}
+				start_tool "ab$i" timeout -k 5 300 ${cmd//"{PID}"/$wl} || exit 1
 			else
 				# shellcheck disable=SC2086
 				start_tool "ab$i" timeout -k 5 300 "$ap" record ${args//"{PID}"/$wl} -d 120 --top 0 -o "$W/ab$i.folded" || exit 1

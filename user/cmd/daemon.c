@@ -803,22 +803,10 @@ static int daemon_start(struct daemon_run *run)
 }
 
 /*
- * Whether the loop must wake every 100 ms: a process announced in the last
- * second (its maps are read again), or a profiler that polls (the GPU
- * profiler's late attaches).  Else it sleeps until the next drain, or an
- * output's next poll (Pyroscope's retry): notifications and signals wake it
- * (the worker threads block signals), and each wakeup costs CPU (record's
- * wait_ms).
+ * Sleeps until @until (CLOCK_MONOTONIC ns) or an output's poll (Pyroscope's
+ * retry), at most 100 ms while run_needs_tick, reading new-process
+ * notifications meanwhile.
  */
-static bool needs_tick(const struct daemon_run *run)
-{
-	for (int i = 0; i < run->nprofs; i++)
-		if (run->profs[i]->ops->poll)
-			return true;
-	return run->sym && symbolizer_has_young(run->sym);
-}
-
-/* Sleeps until @until (CLOCK_MONOTONIC ns) or an output's poll, at most 100 ms when needs_tick, reading new-process notifications meanwhile. */
 static void wait_until(struct daemon_run *run, uint64_t until)
 {
 	uint64_t now = now_ns(CLOCK_MONOTONIC), ms;
@@ -827,7 +815,7 @@ static void wait_until(struct daemon_run *run, uint64_t until)
 		until = run->outputs_due_ns;
 	ms = until > now ? (until - now) / 1000000 + 1 : 0;
 
-	if (ms > 100 && needs_tick(run))
+	if (ms > 100 && run_needs_tick(run->profs, run->nprofs, run->sym))
 		ms = 100;
 	(void)run_wait(&run->run, (int)ms);	/* an unreadable ring was never fatal here: the drains go on */
 	if (run->run.events && run->sym)

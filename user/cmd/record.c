@@ -385,11 +385,8 @@ static int open_events(struct record_run *run)
 static int wait_ms(struct record_run *run, uint64_t until_ns)
 {
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
-	bool polls = false;
 
-	for (int i = 0; i < run->nprofs; i++)
-		polls |= run->profs[i]->ops->poll != NULL;
-	if (polls || run->stream || symbolizer_has_young(run->sym))
+	if (run->stream || run_needs_tick(run->profs, run->nprofs, run->sym))
 		return TICK_MS;
 	if (until_ns <= now)
 		return 0;

@@ -298,25 +298,58 @@ static struct profile_sample *sample_new(struct profile *p)
 	return &p->samples[p->nsamples++];
 }
 
-int profile_add(struct profile *p, const struct profile_record *r)
+static void sample_id_of(const struct profile_record *r, struct sample_id *key)
 {
-	struct sample_id key = {
+	*key = (struct sample_id){
 		.tgid = r->tgid, .pid = r->pid, .object = r->object,
 		.user_stack_id = r->user_stack_id, .kernel_stack_id = r->kernel_stack_id,
 	};
+	strncpy(key->comm, r->comm, sizeof(key->comm) - 1);
+}
+
+static void sample_add_values(struct profile *p, struct profile_sample *s, const struct profile_record *r)
+{
+	for (int i = 0; i < p->nvalues; i++)
+		s->values[i] += r->values[i];
+}
+
+/* An existing sample's values: its JIT frames tried again first (sample_retry_jit). */
+static void sample_add_again(struct profile *p, struct profile_sample *s, const struct profile_record *r)
+{
+	if (s->jit_tried_ns)
+		sample_retry_jit(p, s);
+	sample_add_values(p, s, r);
+}
+
+bool profile_add_known(struct profile *p, const struct profile_record *r)
+{
+	struct sample_id key;
+	uint32_t *slot;
+
+	if (!p->index_slots)
+		return false;
+	sample_id_of(r, &key);
+	slot = index_slot(p, &key);
+	if (!*slot)
+		return false;
+	sample_add_again(p, &p->samples[*slot - 1], r);
+	return true;
+}
+
+int profile_add(struct profile *p, const struct profile_record *r)
+{
+	struct sample_id key;
 	struct profile_sample *s;
 	uint32_t *slot;
 	int err;
 
-	strncpy(key.comm, r->comm, sizeof(key.comm) - 1);
+	sample_id_of(r, &key);
 	if ((p->nsamples + 1) * 2 > p->index_slots && (p->nsamples >= UINT32_MAX - 1 || index_grow(p)))
 		return -ENOMEM;
 	slot = index_slot(p, &key);
 	if (*slot) {
-		s = &p->samples[*slot - 1];
-		if (s->jit_tried_ns)
-			sample_retry_jit(p, s);
-		goto add;
+		sample_add_again(p, &p->samples[*slot - 1], r);
+		return 0;
 	}
 	s = sample_new(p);
 	if (!s)
@@ -339,9 +372,7 @@ int profile_add(struct profile *p, const struct profile_record *r)
 	*slot = (uint32_t)p->nsamples;
 	sample_note_jit(s, now_ns(CLOCK_MONOTONIC));
 	p->bytes += heap_bytes(s->frames) + heap_bytes(s->object_name);
-add:
-	for (int i = 0; i < p->nvalues; i++)
-		s->values[i] += r->values[i];
+	sample_add_values(p, s, r);
 	return 0;
 }
 

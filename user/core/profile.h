@@ -98,6 +98,12 @@ void profile_free(struct profile *p);
  * first time that key is seen.  Returns 0 or -ENOMEM.
  */
 int profile_add(struct profile *p, const struct profile_record *r);
+/*
+ * Adds @r's values to its key's sample when @p has it already, and says so;
+ * its frames are not looked at (a caller may leave the ips unread: a
+ * stack's id names its frames for good).  false: profile_add makes it.
+ */
+bool profile_add_known(struct profile *p, const struct profile_record *r);
 
 uint64_t profile_total(const struct profile *p, int value_index);
 

@@ -736,29 +736,44 @@ struct into_ctx {
 	uint64_t lost_stacks;
 };
 
+/*
+ * A drained record into ctx->prof.  A key the profile has already (the same
+ * process, thread and stack ids: most of each drain in steady state) only
+ * adds its values: its stacks are not read again, which cost two
+ * bpf(MAP_LOOKUP_ELEM) calls a record, most of the loader's CPU in steady
+ * state (a record -F 99 of a CPython process: ~0.9 ms a second).
+ */
 static int add_record(struct profiler *p, const struct raw_record *rec, void *arg)
 {
 	struct into_ctx *ctx = arg;
 	const struct sample_key *k = rec->key;
 	uint64_t user_ips[APERTURE_MAX_DEPTH], kernel_ips[APERTURE_MAX_DEPTH];
 	uint64_t values[PROFILE_MAX_VALUES] = {0};
-	int nuser = profiler_stack(p, k->user_stack_id, user_ips, APERTURE_MAX_DEPTH);
-	int nkernel = profiler_stack(p, k->kernel_stack_id, kernel_ips, APERTURE_MAX_DEPTH);
+	struct profile_record r = {
+		.tgid = k->tgid, .pid = k->pid, .comm = k->comm,
+		.user_stack_id = k->user_stack_id, .user_ips = user_ips,
+		.kernel_stack_id = k->kernel_stack_id, .kernel_ips = kernel_ips,
+		.object = k->object, .raw = rec->values, .values = values,
+	};
+	int nuser, nkernel;
 
-	/* A counted stack whose frames vanished: keep the counts, without frames. */
-	if (nuser < 0 || nkernel < 0)
-		ctx->lost_stacks++;
 	p->ops->schema.to_values(p, rec->values, values);
 	if (p->ops->on_record)
 		p->ops->on_record(p, rec);
-	return profile_add(ctx->prof, &(struct profile_record){
-		.tgid = k->tgid, .pid = k->pid, .comm = k->comm,
-		.user_stack_id = nuser < 0 ? APERTURE_STACK_LOST : k->user_stack_id,
-		.user_ips = user_ips, .nuser = nuser > 0 ? nuser : 0,
-		.kernel_stack_id = nkernel < 0 ? APERTURE_STACK_LOST : k->kernel_stack_id,
-		.kernel_ips = kernel_ips, .nkernel = nkernel > 0 ? nkernel : 0,
-		.object = k->object, .raw = rec->values, .values = values,
-	});
+	if (profile_add_known(ctx->prof, &r))
+		return 0;
+	nuser = profiler_stack(p, k->user_stack_id, user_ips, APERTURE_MAX_DEPTH);
+	nkernel = profiler_stack(p, k->kernel_stack_id, kernel_ips, APERTURE_MAX_DEPTH);
+	/* A counted stack whose frames vanished: keep the counts, without frames. */
+	if (nuser < 0 || nkernel < 0)
+		ctx->lost_stacks++;
+	if (nuser < 0)
+		r.user_stack_id = APERTURE_STACK_LOST;
+	if (nkernel < 0)
+		r.kernel_stack_id = APERTURE_STACK_LOST;
+	r.nuser = nuser > 0 ? nuser : 0;
+	r.nkernel = nkernel > 0 ? nkernel : 0;
+	return profile_add(ctx->prof, &r);
 }
 
 static void log_lost_stacks(const struct profiler *p, const struct into_ctx *ctx)

@@ -178,6 +178,12 @@ int run_watch_events(struct run *run, struct symbolizer *sym, raw_event_fn fn, v
 			symbolizer_set_python_seen(sym, python_code_seen, (void *)(intptr_t)run->fd[MAP_PYTHON_CODES]);
 	}
 	run->events = ring_buffer__new(run->fd[MAP_EVENTS], on_process_event, run, NULL);
+	if (run->events && run->wait_fd != -1) {
+		/* A wait set made before the ring lacks it: the next run_wait makes it again. */
+		if (run->wait_fd >= 0)
+			close(run->wait_fd);
+		run->wait_fd = -1;
+	}
 	if (!run->events) {
 		err = -errno;
 		log_warn("%s: no new-process notifications (%s): processes that exit early may stay "
@@ -226,6 +232,14 @@ static int run_wait_open(struct run *run)
 	}
 	run->wait_fd = fd;
 	return 0;
+}
+
+bool run_needs_tick(struct profiler *const *profs, int nprofs, const struct symbolizer *sym)
+{
+	for (int i = 0; i < nprofs; i++)
+		if (profs[i]->ops->poll)
+			return true;
+	return sym && symbolizer_has_young(sym);
 }
 
 int run_wait(struct run *run, int ms)

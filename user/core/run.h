@@ -83,10 +83,20 @@ void run_track(struct run *run, const uint32_t *pids, int npids);
  * signal (util's wakeup, which the handlers post, so that one that came
  * just before the wait ends it at once), then reads what the ring holds
  * (raw events come without a wakeup).  Without a ring, waits for the
- * signal or @ms.  Called after run_watch_events (the set is made at the
- * first call).  0, or -errno when the ring cannot be read.
+ * signal or @ms.  The set is made at the first call, and again after
+ * run_watch_events makes the ring.  0, or -errno when the ring cannot be
+ * read.
  */
 int run_wait(struct run *run, int ms);
+
+/*
+ * Whether a main loop must wake every ~100 ms rather than sleep until its
+ * next deadline: one of @profs polls (the GPU profiler's late attaches), or
+ * @sym has a process announced in the last second, whose maps are read
+ * again.  Notifications and signals wake the wait anyway (run_wait); each
+ * wakeup costs CPU.
+ */
+bool run_needs_tick(struct profiler *const *profs, int nprofs, const struct symbolizer *sym);
 
 /* The DWARF unwinder's one-line report (nothing when it is off). */
 void run_unwind_report(const struct run *run, FILE *out);
