@@ -17,6 +17,17 @@ $(B)/libnofp.so: $(UNWIND_SRC)/libnofp.c | $(B)
 $(B)/nofp: $(UNWIND_SRC)/nofp.c $(B)/libnofp.so | $(B)
 	$(CC) $(UNWIND_CFLAGS) -fPIE -pie -o $@ $< -L$(B) -lnofp -Wl,-rpath,'$$ORIGIN'
 
+# Two libraries of one source at the same offsets but with different frame sizes,
+# loaded in turn at one address by swaplib: a replaced library's tables.
+unwind: $(B)/swaplib $(B)/libswapa.so $(B)/libswapb.so
+$(B)/swaplib $(B)/libswapa.so $(B)/libswapb.so: unwind.mk
+$(B)/libswapa.so: $(UNWIND_SRC)/libswap.c | $(B)
+	$(CC) $(UNWIND_CFLAGS) -fPIC -shared -DSWAP=a -DFRAME=256 -o $@ $<
+$(B)/libswapb.so: $(UNWIND_SRC)/libswap.c | $(B)
+	$(CC) $(UNWIND_CFLAGS) -fPIC -shared -DSWAP=b -DFRAME=4096 -o $@ $<
+$(B)/swaplib: $(UNWIND_SRC)/swaplib.c | $(B)
+	$(CC) $(UNWIND_CFLAGS) -o $@ $< -ldl
+
 # No symbols at all: functions are named by their FDE's start (nofp_stripped+0xSTART).
 $(B)/nofp_stripped: $(B)/nofp
 	strip -s -o $@ $<

@@ -532,6 +532,42 @@ static __always_inline void unwind_report_miss(struct unwind_walk *w)
 	bpf_ringbuf_submit(event, 0);
 }
 
+/*
+ * A new mapping placed over pcs a process's tables list: a library unloaded
+ * and another loaded where it was (ld.so's first mmap of a library, the one
+ * that chooses its address, comes here; its segments follow at fixed
+ * addresses).  No walk may read the new code by the old file's rows: a wrong
+ * CFA reads a wrong return address, often 0, and the stack ends early
+ * without a mark.  So the process's tables are forgotten at once (its walks
+ * are frame-pointer walks marked [before-unwind-tables] until user space
+ * has read its maps again, which this asks for, the symbolizer's names
+ * included).  Loaded once a run, with the DWARF tables (profiler_prepare);
+ * every mmap of the machine that picks an address costs a lookup here.
+ */
+SEC("tp_btf/vm_unmapped_area")
+int BPF_PROG(maps_replaced, unsigned long addr, struct vm_unmapped_area_info *info)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct aperture_event *event;
+	struct unwind_proc *proc;
+
+	if (addr & 4095)
+		return 0;	/* -ENOMEM: nothing placed */
+	proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	if (!proc || !unwind_range_mapped(proc, addr, info->length))
+		return 0;
+	bpf_map_delete_elem(&unwind_procs, &tgid);
+	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+	if (!event) {
+		stat_inc(STAT_EVENTS_LOST);
+		return 0;
+	}
+	event->type = EVENT_UNWIND_MISS;
+	event->tgid = tgid;
+	bpf_ringbuf_submit(event, 0);
+	return 0;
+}
+
 /* The registers saved in the ucontext that __restore_rt's stack points at (x86_64 sigcontext). */
 #define UC_RBP 120
 #define UC_RSP 160

@@ -69,4 +69,33 @@ __noinline int unwind_mapping_index(struct unwind_proc *proc, __u64 addr)
 	return -1;
 }
 
+/*
+ * Whether a mapping of @proc overlaps [@addr, @addr + @len): the last one
+ * that starts below the range's end, if any, ends above its start (they are
+ * sorted and apart).  The search's half chosen by arithmetic, as above.
+ */
+__noinline int unwind_range_mapped(struct unwind_proc *proc, __u64 addr, __u64 len)
+{
+	__u32 lo = 0, hi, below;
+	__u64 last = addr + len - 1;
+
+	if (!proc || !len)
+		return 0;
+	hi = proc->nmappings;
+	if (hi > UNWIND_MAX_MAPPINGS)
+		hi = UNWIND_MAX_MAPPINGS;
+	/* lo ends as the number of mappings that start at or below @last */
+	for (int i = 0; i < UNWIND_MAPPING_STEPS && lo < hi; i++) {
+		__u32 mid = ((lo + hi) / 2) & (UNWIND_MAX_MAPPINGS - 1);
+
+		below = -(__u32)((last - proc->mappings[mid].start) >> 63);	/* ~0: starts above @last */
+		barrier_var(below);
+		hi -= (hi - mid) & below;
+		lo += (mid + 1 - lo) & ~below;
+	}
+	if (!lo)
+		return 0;
+	return proc->mappings[(lo - 1) & (UNWIND_MAX_MAPPINGS - 1)].end > addr;
+}
+
 #endif /* UNWIND_MAPPINGS_BPF_H */

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/../lib.sh"
 require_root
 require_aperture
-require_workload nofp nofp_stripped
+require_workload nofp nofp_stripped swaplib
 have_feature dwarf_unwind || skip_all "no DWARF unwinding here: $(feature_why dwarf_unwind)"
 
 ROOT='^nofp;_start;__libc_start_main;__libc_start_call_main;main;'
@@ -55,6 +55,29 @@ ok "no unwind tables with --unwind fp" sh -c "! grep -q 'unwind tables' '$TMP/ch
 ap_ok "nofp lib" lib record -F 499 -d 30 -o "$TMP/lib.folded" -- "$WL/nofp" lib 3
 ge "lib_c: >= 99% show main;nofp_lib_a;lib_b;lib_c" \
 	"$(chain_share "$TMP/lib.folded" '^lib_c$' "${ROOT}nofp_lib_a;lib_b;lib_c\$")" 99
+
+# 2b. A library unloaded and another loaded at its address (swaplib: libswapa.so
+#     for 3 s, then libswapb.so, the same code at the same offsets with another
+#     frame size in swap_mid_X): the second is walked by its own tables, not
+#     the first's, and named as itself.  Without the tables' maps_replaced
+#     (bpf/unwind/dwarf.bpf.h) half the samples were swap_mid_X;swap_leaf_X
+#     (the old CFA read a zero return address) and all were named _a; with a
+#     row cache that ignores the file (unwind_cache_get) 13 fails too.
+ap_ok "swaplib a then b at one address" swap record -F 499 -d 30 -o "$TMP/swap.folded" -- "$WL/swaplib" "$WL" 3
+if grep -qx same "$TMP/swap.out"; then
+	SWAP='^swaplib;_start;__libc_start_main;__libc_start_call_main;main;run_lib;swap_entry;'
+	swap_all=$(leaf_total "$TMP/swap.folded" '^swap_leaf_[ab]$')
+	swap_whole=$(chain_share "$TMP/swap.folded" '^swap_leaf_[ab]$' "${SWAP}(swap_mid_a;swap_leaf_a|swap_mid_b;swap_leaf_b)\$")
+	swap_b=$(pct "$(leaf_total "$TMP/swap.folded" '^swap_leaf_b$')" "$swap_all")
+	diag "swaplib: $swap_all samples, $swap_whole% whole, $swap_b% named swap_leaf_b"
+	ge "samples in swap_leaf_a or _b" "$swap_all" 1500
+	ge "swap_leaf_a and _b: >= 95% show main;run_lib;swap_entry;swap_mid_X;swap_leaf_X" "$swap_whole" 95
+	# Each library ran 3 s; a sample counted in the last second before the swap may be named after the new one.
+	ok "swap_leaf_b: 40-70% of them (the second library named as itself)" \
+		awk -v b="$swap_b" 'BEGIN { exit !(b >= 40 && b <= 70) }'
+else
+	skip "swaplib a then b at one address" "the second library was mapped elsewhere: $(tr '\n' ' ' <"$TMP/swap.out")"
+fi
 
 # 3. A tiny library function called through the PLT 100M times a second:
 #    samples in the PLT stub (the CFA expression) and in the callee unwind too.

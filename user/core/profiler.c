@@ -311,7 +311,8 @@ static bool children_followed(const struct profiler *p, bool owner)
 
 /*
  * Before load: sizes the maps, reuses the run's shared maps, and loads the
- * exec, exit and fork programs (bpf/lib/) only in the profiler that creates them.
+ * exec, exit and fork programs (bpf/lib/) and the tables' maps_replaced
+ * (bpf/unwind/) only in the profiler that creates them.
  */
 int profiler_prepare(struct profiler *p)
 {
@@ -319,6 +320,7 @@ int profiler_prepare(struct profiler *p)
 	struct bpf_program *exec_prog = bpf_object__find_program_by_name(p->obj, "process_exec");
 	struct bpf_program *exit_prog = bpf_object__find_program_by_name(p->obj, "process_exit");
 	struct bpf_program *fork_prog = bpf_object__find_program_by_name(p->obj, "target_fork");
+	struct bpf_program *maps_prog = bpf_object__find_program_by_name(p->obj, "maps_replaced");
 	bool owner = !run || run->fd[MAP_CONTROL] < 0;
 	int err = 0;
 
@@ -333,6 +335,8 @@ int profiler_prepare(struct profiler *p)
 		bpf_program__set_autoload(exec_prog, owner);
 	if (exit_prog)
 		bpf_program__set_autoload(exit_prog, owner);
+	if (maps_prog)	/* the run's tables: the first profiler's (bpf/unwind/dwarf.bpf.h) */
+		bpf_program__set_autoload(maps_prog, owner && p->dwarf);
 	p->follows_children = fork_prog && children_followed(p, owner);
 	if (fork_prog)
 		bpf_program__set_autoload(fork_prog, p->follows_children);
