@@ -19,17 +19,32 @@ have_feature dwarf_unwind || skip_all "no DWARF unwinding here (CPython frames n
 PY="$(cd "$(dirname "$0")/../workloads/python" && pwd)"
 CYCLES=24
 
+# walked PID: the kernel has PID's unwind tables (its samples carry Python frames from now on);
+# waits up to 60 s.  Its cycles start after that: under the sanitizer build the tables took over
+# the 2 s reuse.py used to wait, and the first cycle went unnamed (23 of 24 functions).
+walked() {
+	local i key
+	key=$(printf '%08x' "$1" | sed -E 's/(..)(..)(..)(..)/0x\4 0x\3 0x\2 0x\1/')
+	for ((i = 0; i < 600; i++)); do
+		# shellcheck disable=SC2086
+		bpftool map lookup name unwind_procs key $key >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
 # run_reuse NAME [ENV...]: reuse.py recorded by -p until it says done=1 (it sleeps then, alive at
 # the drain), stopped by SIGINT: about 10 s here, longer on a loaded machine
 run_reuse() {
 	local name=$1 pid ap i
 	shift
-	/usr/bin/python3.11 "$PY/reuse.py" "$CYCLES" 20000000 "$TMP/$name.result" &
+	/usr/bin/python3.11 "$PY/reuse.py" "$CYCLES" 20000000 "$TMP/$name.result" "$TMP/$name.go" &
 	pid=$!
 	_bg_pids+=("$pid")
 	sleep 0.2
 	env "$@" "$APERTURE" record -F 499 -p "$pid" -d 90 -o "$TMP/$name.folded" >"$TMP/$name.out" 2>"$TMP/$name.err" &
 	ap=$!
+	walked "$pid" || diag "$name: no unwind tables for $pid after 60 s"
+	touch "$TMP/$name.go"
 	for ((i = 0; i < 800; i++)); do
 		[ "$(kv "$TMP/$name.result" done 2>/dev/null)" = 1 ] && break
 		sleep 0.1

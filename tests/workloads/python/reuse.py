@@ -1,7 +1,8 @@
 # Code objects freed and others allocated at their addresses, over and over:
 # each of argv[1] cycles makes fN (by exec: its own name, its own first line),
 # spins in it for argv[2] iterations (the same CPU time each, whatever the
-# machine's load) and deletes it, after 2 s for a profiler to attach; CPython's allocator puts the next
+# machine's load) and deletes it, once the file argv[4] exists (a test makes it
+# when its profiler walks this process: at most 60 s; 2 s without argv[4]); CPython's allocator puts the next
 # code object where the last one was (same size class, freed last).  Counts
 # how many cycles began (started=N) and reused the previous address (reused=N)
 # into argv[3], rewritten at each cycle, then
@@ -27,7 +28,14 @@ def progress(started, reused, done=0):
         out.write("started=%d reused=%d done=%d\n" % (started, reused, done))
 
 
-time.sleep(2)	# the profiler attaches meanwhile
+if len(sys.argv) > 4:
+    import os
+    for _ in range(600):
+        if os.path.exists(sys.argv[4]):
+            break
+        time.sleep(0.1)
+else:
+    time.sleep(2)	# the profiler attaches meanwhile
 reused, last = 0, None
 for i in range(CYCLES):
     fn = make(i)
