@@ -15,18 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "../wl.h"
 
 #define NOINLINE __attribute__((noinline))
 
 static volatile long sink;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Loads DIR/libswapNAME.so, runs its swap_entry for @seconds; its load address, or 0. */
 static NOINLINE unsigned long run_lib(const char *dir, char name, double seconds)
@@ -52,7 +45,7 @@ static NOINLINE unsigned long run_lib(const char *dir, char name, double seconds
 	base = map->l_addr;
 	printf("%c 0x%lx\n", name, base);
 	fflush(stdout);
-	sink = entry(now() + seconds);
+	sink = entry(now_ns(CLOCK_MONOTONIC) / 1e9 + seconds);
 	dlclose(lib);
 	return base;
 }
