@@ -59,18 +59,21 @@ is "  each just before a health line (no sample lost)" "$next" "$early"
 mapfile -t counted < <(sed -n 's/.*interval 120s: oncpu: \([0-9]*\) samples.*/\1/p' "$TMP/daemon.err")
 mapfile -t files < <(ls -tr "$OUT"/oncpu-*.folded)
 is "one file per health line (the early ones and the last)" "${#files[@]}" "${#counted[@]}"
-bad=0; total=0; sum=0
+bad=0; total=0; sum=0; dmax=0; pairs=""
 for ((i = 0; i < ${#files[@]}; i++)); do
 	w=$(folded_total "${files[i]}"); n=${counted[i]:-0}
 	total=$((total + w)); sum=$((sum + n))
-	# A sample counted in the kernel after the drain that wrote the file is in the next one; the
-	# health line's count is read apart from the drain, so a daemon descheduled in between (a
-	# loaded machine) moves up to ~100 ms of samples (50 at 499 Hz) across the line.  The sum
-	# below must still match.
-	d=$((w - n)); d=${d#-}
-	[ "$d" -le $((n / 50 + 50)) ] || { bad=$((bad + 1)); diag "file $i: weight $w, health line $n"; }
+	# The health line's count is read just before the drain that ends its file (user/cmd/daemon.c,
+	# health_counts), so only samples counted in that instant cross the line: the allowance is
+	# for a daemon descheduled between the two.  Before, the count was read after the file was
+	# written (under the sanitizer ~0.2 s later) and the first interval's start after the attach:
+	# 80-130 samples apart (CI failed on it).  The sum below must match either way.
+	pairs+=" $w/$n"
+	d=$((w - n)); d=${d#-}; [ "$d" -gt "$dmax" ] && dmax=$d
+	[ "$d" -le $((n / 100 + 20)) ] || { bad=$((bad + 1)); diag "file $i: weight $w, health line $n"; }
 done
-is "each file holds its health line's samples (within 2% + 50)" "$bad" 0
+diag "file weight/health line count:$pairs; largest difference $dmax"
+is "each file holds its health line's samples (within 1% + 20)" "$bad" 0
 is_within "all files hold all health lines' samples (within 1% + 5)" "$sum" "$total" $((sum / 100 + 5))
 want=$(( (cpu1 - cpu0) * HZ / 1000000000 ))
 is_within "  and the workload's CPU time at ${HZ} Hz (within 10%)" "$want" "$total" $((want / 10))
