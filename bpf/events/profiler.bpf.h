@@ -47,6 +47,21 @@ static __always_inline void key_fill_who(struct sample_key *key, __u64 object)
 	bpf_get_current_comm(key->comm, sizeof(key->comm));
 }
 
+/*
+ * key_fill_who() for the current task when the program holds it already
+ * (bpf_get_current_task_btf()): its fields read directly, no helper call
+ * (each a call and a mitigated return, ~10 ns on this kind of VM).  The
+ * comm is copied whole: the kernel pads it with zeros (strscpy_pad in
+ * __set_task_comm) as bpf_get_current_comm() does.
+ */
+static __always_inline void key_fill_task(struct sample_key *key, struct task_struct *task, __u64 object)
+{
+	key->tgid = task->tgid;
+	key->pid = task->pid;
+	key->object = object;
+	__builtin_memcpy(key->comm, task->comm, sizeof(key->comm));
+}
+
 /* Who and where: the whole key of an event of the current task. */
 static __always_inline void key_fill_current(void *ctx, const struct aperture_control *ctl,
 					     struct sample_key *key, __u64 object)

@@ -165,6 +165,7 @@ static __always_inline struct syscalls_start *syscall_target(const struct apertu
 							     const void *regs)
 {
 	__u32 forks = *(volatile __u32 *)&fork_gen;	/* before anything is decided, as cache_gen */
+	__u32 cache_gen = ctl->cache_gen + 1;
 	struct syscalls_start *start;
 	struct task_struct *task;
 	struct last_seen now;
@@ -174,14 +175,23 @@ static __always_inline struct syscalls_start *syscall_target(const struct apertu
 	if (not_target_noted(ctl, regs))
 		return NULL;
 	task = bpf_get_current_task_btf();
+	/*
+	 * A target's task has its decision in its storage: the process note
+	 * (three loads from the task, one of them through its leader) only for
+	 * others.
+	 */
+	start = bpf_task_storage_get(&syscall_start, task, NULL, 0);
+	if (start && start->cache_gen == cache_gen) {
+		if (start->wanted)
+			return start;
+		not_target_note(regs, cache_gen, forks);
+		return NULL;
+	}
 	last_seen_of(ctl, task, &now);
 	if (last_seen_hit(&not_target_process, &now)) {
 		not_target_note(regs, now.cache_gen, forks);
 		return NULL;
 	}
-	start = bpf_task_storage_get(&syscall_start, task, NULL, 0);
-	if (start && start->cache_gen == now.cache_gen)
-		return start->wanted ? start : NULL;
 	profilers = bpf_map_lookup_elem(&target_pids, &now.tgid);
 	wanted = profilers && (*profilers & (1u << PROFILER_ID));
 	if (!wanted) {
@@ -240,7 +250,7 @@ int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 }
 
 /* One call of a target ended after @ns: into its counts (and a stack, a raw event: see below). */
-static __always_inline int syscall_count(void *ctx, struct aperture_control *ctl,
+static __always_inline int syscall_count(void *ctx, struct aperture_control *ctl, struct task_struct *task,
 					 struct syscalls_start *start, long ret)
 {
 	struct syscalls_config *cfg = config_get();
@@ -255,7 +265,7 @@ static __always_inline int syscall_count(void *ctx, struct aperture_control *ctl
 	delta.slot = hist_slot(delta.ns);
 	delta.error = failed;
 	start->enter_ns = 0;
-	key_fill_who(&key, SYSCALL_OBJECT(start->nr, failed ? -ret : 0));
+	key_fill_task(&key, task, SYSCALL_OBJECT(start->nr, failed ? -ret : 0));
 	/*
 	 * Per process, no stack: unless this call is slow enough to be worth a
 	 * walk.  Only a stack needs the process's maps read (its announcement):
@@ -280,6 +290,7 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 {
 	struct aperture_control *ctl = control_get();
 	struct syscalls_start *start;
+	struct task_struct *task;
 
 	if (!ctl)
 		return 0;
@@ -291,11 +302,12 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 	 */
 	if (ctl->filter_pids && not_target_noted(ctl, regs))
 		return 0;
-	start = bpf_task_storage_get(&syscall_start, bpf_get_current_task_btf(), NULL, 0);
+	task = bpf_get_current_task_btf();
+	start = bpf_task_storage_get(&syscall_start, task, NULL, 0);
 	/* exit and exit_group never return; execve returns in a new image (counted). */
 	if (!start || !start->enter_ns || start->nr != (__u64)SYSCALL_NR(regs))
 		return 0;
-	return syscall_count(ctx, ctl, start, ret);
+	return syscall_count(ctx, ctl, task, start, ret);
 }
 
 /* Any fork: a new task may have a dead task's kernel stack, so every not_target note is stale. */
