@@ -31,17 +31,25 @@ struct {
 	__type(value, struct aperture_stack);
 } stack_scratch SEC(".maps");
 
-/* FNV-1a over the frames, folded with the depth; 0 is reserved for "none". */
+/*
+ * FNV-1a over the frames in two lanes, the even frames and the odd, folded
+ * with each other and the depth; 0 is reserved for "none".  Each lane is a
+ * chain of xor and multiply: two chains of half the length run side by side
+ * where one chain waited for a multiply a frame.
+ */
 static __always_inline __u64 stack_hash(const struct aperture_stack *st)
 {
-	__u64 h = 0xcbf29ce484222325ULL ^ st->depth;
+	__u64 even = 0xcbf29ce484222325ULL ^ st->depth, odd = 0x84222325cbf29ce4ULL, h;
 
-	for (__u32 i = 0; i < APERTURE_MAX_DEPTH; i++) {
+	for (__u32 i = 0; i < APERTURE_MAX_DEPTH; i += 2) {
 		if (i >= st->depth)
 			break;
-		h ^= st->ips[i];
-		h *= 0x100000001b3ULL;
+		even = (even ^ st->ips[i]) * 0x100000001b3ULL;
+		if (i + 1 >= st->depth || i + 1 >= APERTURE_MAX_DEPTH)
+			break;
+		odd = (odd ^ st->ips[i + 1]) * 0x100000001b3ULL;
 	}
+	h = even ^ odd * 0x9e3779b97f4a7c15ULL;
 	return h == 0 || h == APERTURE_STACK_LOST ? 1 : h;
 }
 
