@@ -395,6 +395,7 @@ static void health_counts(struct daemon_run *run, struct usage_line *line)
 	}
 }
 
+/* The interval's line: @line (health_counts), then the frames left unnamed and each output's state. */
 static void health_line(struct daemon_run *run, struct usage_line *line, uint64_t misses, uint64_t frames)
 {
 	if (run->noutputs)
