@@ -332,9 +332,10 @@ static bool release_command(struct record_run *run)
 static int open_profilers(struct record_run *run)
 {
 	struct record_opts *o = &run->opts;
-	int err;
+	int err = 0;
 
 	o->prof.pids = o->pids;
+	heap_keep_begin();	/* one profiler's load reuses the last one's pages */
 	for (int i = 0; profilers[i]; i++) {
 		struct profiler *p;
 
@@ -342,15 +343,16 @@ static int open_profilers(struct record_run *run)
 			continue;
 		err = profiler_open(&p, &run->run, profilers[i], &o->prof);
 		if (err)
-			return err;
+			break;
 		run->profs[run->nprofs] = p;
 		profiler_profile_init(p, &run->profiles[run->nprofs], run->sym);
 		run->nprofs++;
 		err = profiler_attach(p);
 		if (err)
-			return err;
+			break;
 	}
-	return 0;
+	heap_keep_end();
+	return err;
 }
 
 /*

@@ -584,11 +584,13 @@ int pin_start(const char *dir, struct run *run, const struct profiler_ops *const
 		profs[i] = NULL;
 	if (!err && run && run->lock_fd < 0)
 		err = pin_lock_open(dir, &run->lock_fd);
+	heap_keep_begin();	/* one profiler's load reuses the last one's pages */
 	for (int i = 0; i < n && !err; i++) {
 		err = start_one(&txn, ops[i], opts, &profs[i]);
 		if (err)
 			log_error("%s: cannot start pinned under %s (%s)", ops[i]->name, dir, strerror(-err));
 	}
+	heap_keep_end();
 	err = err ?: pin_actives(&txn);
 	if (err) {
 		txn_abort(&txn, profs, n);

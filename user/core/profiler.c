@@ -135,6 +135,7 @@ int profiler_open(struct profiler **out, struct run *run, const struct profiler_
 	*out = NULL;
 	if (!p)
 		return -ENOMEM;
+	heap_keep_begin();	/* the probes' load and the profiler's each parse the kernel's BTF */
 	feature_has(FEAT_OPENAT2);	/* how the symbolizer opens the targets' files: probed before any */
 	p->ops = ops;
 	p->run = run;
@@ -169,10 +170,12 @@ int profiler_open(struct profiler **out, struct run *run, const struct profiler_
 	err = profiler_configure(p);
 	if (err)
 		goto cleanup;
+	heap_keep_end();
 	*out = p;
 	return 0;
 cleanup:
 	profiler_close(p);
+	heap_keep_end();
 	return err;
 }
 

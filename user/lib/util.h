@@ -51,6 +51,18 @@ int array_reserve(void **arr, size_t *cap, size_t n, size_t size, size_t first);
  */
 size_t heap_bytes(const void *ptr);
 
+/*
+ * Keeps what is freed in the heap, for reuse, from the outermost begin to its
+ * end, which gives it back (malloc_trim) and restores the 128 KiB thresholds
+ * that main sets.  Each BPF object's load has libbpf parse the kernel's BTF
+ * into two new buffers of its size (5.5 MB here) and free them; with big
+ * blocks mmap'ed, every load touched new pages, and a new page costs ~10 us
+ * on the VMs this runs on (a third of a short record's start-up).  Kept, each
+ * load after the first reuses the first's pages.  Nests.
+ */
+void heap_keep_begin(void);
+void heap_keep_end(void);
+
 uint64_t now_ns(int clock);		/* clock_gettime in ns */
 bool str_ends_with(const char *s, const char *suffix);
 /*
