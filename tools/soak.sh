@@ -5,12 +5,16 @@
 # Runs `aperture run --pin` with every profiler (--oncpu --offcpu --locks --syscalls --gpu) at
 # 999 Hz, writing a profile a minute to an output directory, while a fork storm (short-lived
 # processes, half of them exec'ing), a contended pthread mutex and a syscall loop run.  Every
-# SOAK_SAMPLE seconds it reads the daemon's VmRSS and open fds.  The first SOAK_WARMUP samples
+# SOAK_SAMPLE seconds it reads the daemon's VmRSS, its peak RSS since the last sample (VmHWM, reset
+# after each read through /proc/PID/clear_refs) and its open fds.  The first SOAK_WARMUP samples
 # are the warm-up (caches of symbols and unwind tables filling, the first profiles written);
 # after it, no sample may exceed
-#   RSS: the warm-up's highest + max(4 MiB, 10%): glibc's arenas and the symbolizer's caches
-#        move by a few MiB between samples (a profile being symbolized when the sample is taken);
-#        a leak of 100 bytes per short-lived process is ~10 MiB a minute at 2000 forks/s;
+#   peak RSS: the warm-up's highest + max(4 MiB, 10%): glibc's arenas and the symbolizer's caches
+#        move by a few MiB between samples; a leak of 100 bytes per short-lived process is ~10 MiB
+#        a minute at 2000 forks/s.  The peak, not VmRSS at the sample: RSS moves by ~15 MiB within
+#        an interval (its profiles grow to 24 MiB, then are written and freed), and a sample of it
+#        read at one point of that cycle, drifting a little each minute, failed a run whose peaks
+#        stayed flat (25 MiB in the warm-up, 37 after; peak 47 MiB throughout);
 #   fds: the warm-up's highest + 8: files open for a moment (an ELF being read, /proc/PID/maps,
 #        a profile being written) may be caught; a leak per process is hundreds a minute.
 # The daemon targets a cgroup holding the workloads (SOAK_SCOPE=cgroup, the default): its caches
@@ -132,12 +136,13 @@ kib_of() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 fds_of() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 forks_so_far() { awk '$1 == "processes" { print $2 }' /proc/stat; }
 
-# One line a sample: seconds, VmRSS, VmHWM (KiB), open fds, threads, and the processes born per
-# second on the whole machine (/proc/stat), the fork storm's and everyone else's.
+# One line a sample: seconds, VmRSS, VmHWM (KiB: the peak since the last sample), open fds,
+# threads, and the processes born per second on the whole machine (/proc/stat), the fork storm's
+# and everyone else's.
 sample_loop() {
 	local n t0=$SECONDS forks0 forks1 line left
 	forks0=$(forks_so_far)
-	say "$(printf '%-6s %6s %10s %10s %5s %7s %8s' sample t_s rss_kib hwm_kib fds threads forks/s)"
+	say "$(printf '%-6s %6s %10s %10s %5s %7s %8s' sample t_s rss_kib peak_kib fds threads forks/s)"
 	for ((n = 1; n <= SAMPLES; n++)); do
 		left=$((t0 + n * SAMPLE_S - SECONDS))
 		[ "$left" -le 0 ] || sleep "$left"
@@ -146,6 +151,7 @@ sample_loop() {
 		line=$(printf '%-6s %6d %10d %10d %5d %7d %8d' "$n" $((SECONDS - t0)) "$(kib_of "$DAEMON" VmRSS)" \
 			"$(kib_of "$DAEMON" VmHWM)" "$(fds_of "$DAEMON")" "$(kib_of "$DAEMON" Threads)" \
 			$(((forks1 - forks0) / SAMPLE_S)))
+		echo 5 >"/proc/$DAEMON/clear_refs" 2>/dev/null	# VmHWM := VmRSS (else the peak since the start)
 		forks0=$forks1
 		say "$line"
 		echo "$line" >>"$WORK/samples"
@@ -155,11 +161,11 @@ sample_loop() {
 # Fails (1) when a sample after the warm-up is over the limits the header explains.
 judge() {
 	awk -v warm="$WARMUP" '
-		NR <= warm { if ($3 > rss) rss = $3; if ($5 > fds) fds = $5; next }
+		NR <= warm { if ($4 > rss) rss = $4; if ($5 > fds) fds = $5; next }
 		NR == warm + 1 { rss_lim = rss + (rss * 0.10 > 4096 ? rss * 0.10 : 4096); fds_lim = fds + 8 }
-		{ if ($3 > rss_max) rss_max = $3; if ($5 > fds_max) fds_max = $5 }
+		{ if ($4 > rss_max) rss_max = $4; if ($5 > fds_max) fds_max = $5 }
 		END {
-			printf "warm-up: RSS up to %d KiB, %d fds; after: RSS up to %d KiB (limit %d), %d fds (limit %d)\n",
+			printf "warm-up: peak RSS up to %d KiB, %d fds; after: peak RSS up to %d KiB (limit %d), %d fds (limit %d)\n",
 				rss, fds, rss_max, rss_lim, fds_max, fds_lim
 			exit !(rss_max <= rss_lim && fds_max <= fds_lim)
 		}' "$WORK/samples"

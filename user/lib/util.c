@@ -259,10 +259,13 @@ int array_reserve(void **arr, size_t *cap, size_t n, size_t size, size_t first)
 	return 0;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23	/* Linux 5.14; older headers lack it */
+#endif
 #define HEAP_THRESHOLD		(128 * 1024)		/* main's M_MMAP_THRESHOLD, glibc's M_TRIM_THRESHOLD */
 #define HEAP_KEEP_THRESHOLD	(32 * 1024 * 1024)	/* glibc's largest M_MMAP_THRESHOLD */
 
-static int heap_keep_depth;
+static int heap_keep_depth;	/* the loading thread's only: workers never load */
 
 /*
  * The heap grown by @bytes at once, its pages made present by one madvise
@@ -281,7 +284,7 @@ static void heap_prefault(size_t bytes)
 	first = ((uintptr_t)block + page - 1) & ~(uintptr_t)(page - 1);
 	last = ((uintptr_t)block + bytes) & ~(uintptr_t)(page - 1);
 	if (last > first)
-		madvise((void *)first, last - first, 23 /* MADV_POPULATE_WRITE */);
+		madvise((void *)first, last - first, MADV_POPULATE_WRITE);
 	free(block);
 }
 
