@@ -146,7 +146,7 @@ SELF_CPU_WRAP='import atexit, os, runpy, sys; out = sys.argv[1]; atexit.register
 
 # cost_ns_of PID: "cpu_ns bpf_ns": the CPU time of PID's threads so far (schedstat: ns, not ticks), and
 # the run time of the BPF programs it holds (fdinfo, bpf_stats on; one held by two fds counted once).
-# Builtins only: it runs every 0.1 s beside the runs it measures.
+# Builtins only: it runs beside the runs it measures (~12 ms of CPU a call on an aperture with ~70 fds).
 cost_ns_of() {
 	local p=$1 f k v id cpu=0 bpf=0
 	local -A seen=()
