@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 /* aperture's main(): dispatches to a command (record, run, dump, doctor, events), nothing more. */
-#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include "agent.h"
@@ -44,14 +43,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-	/*
-	 * Big buffers (unwind tables being built, snapshots) are mmap'ed and go
-	 * back to the system when freed.  glibc's default raises this threshold
-	 * after the first such free, and from then on serves them from the
-	 * arenas, which kept 13 MiB free of an 18 MiB daemon (the stats line's
-	 * heap figures): fixed at its initial 128 KiB, the daemon held 7 MiB.
-	 */
-	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	heap_defaults();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

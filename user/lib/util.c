@@ -262,7 +262,7 @@ int array_reserve(void **arr, size_t *cap, size_t n, size_t size, size_t first)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE	23	/* Linux 5.14; older headers lack it */
 #endif
-#define HEAP_THRESHOLD		(128 * 1024)		/* main's M_MMAP_THRESHOLD, glibc's M_TRIM_THRESHOLD */
+#define HEAP_THRESHOLD		(128 * 1024)		/* both thresholds: glibc's initial ones, fixed */
 #define HEAP_KEEP_THRESHOLD	(32 * 1024 * 1024)	/* glibc's largest M_MMAP_THRESHOLD */
 
 static int heap_keep_depth;	/* the loading thread's only: workers never load */
@@ -288,6 +288,11 @@ static void heap_prefault(size_t bytes)
 	free(block);
 }
 
+void heap_defaults(void)
+{
+	mallopt(M_MMAP_THRESHOLD, HEAP_THRESHOLD);
+}
+
 void heap_keep_begin(void)
 {
 	struct stat st;
@@ -305,7 +310,7 @@ void heap_keep_end(void)
 {
 	if (heap_keep_depth <= 0 || --heap_keep_depth)
 		return;
-	mallopt(M_MMAP_THRESHOLD, HEAP_THRESHOLD);
+	heap_defaults();
 	mallopt(M_TRIM_THRESHOLD, HEAP_THRESHOLD);
 	malloc_trim(0);
 }

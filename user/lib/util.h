@@ -52,10 +52,18 @@ int array_reserve(void **arr, size_t *cap, size_t n, size_t size, size_t first);
 size_t heap_bytes(const void *ptr);
 
 /*
+ * Big buffers (unwind tables being built, snapshots) mmap'ed, back to the
+ * system when freed: glibc's default raises its mmap threshold after the
+ * first such free and from then on serves them from the arenas, which kept
+ * 13 MiB free of an 18 MiB daemon; fixed at its initial 128 KiB, the daemon
+ * held 7 MiB.  main calls it first.
+ */
+void heap_defaults(void);
+/*
  * Keeps what is freed in the heap, for reuse, from the outermost begin to its
- * end, which gives it back (malloc_trim) and restores the 128 KiB thresholds
- * that main sets.  Each BPF object's load has libbpf parse the kernel's BTF
- * into two new buffers of its size (5.5 MB here) and free them; with big
+ * end, which gives it back (malloc_trim) and restores heap_defaults().  Each
+ * BPF object's load has libbpf parse the kernel's BTF into two new buffers of
+ * its size (5.5 MB here) and free them; with big
  * blocks mmap'ed, every load touched new pages, and a new page costs ~10 us
  * on the VMs this runs on (a third of a short record's start-up).  Kept, each
  * load after the first reuses the first's pages.  Nests.
