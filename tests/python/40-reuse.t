@@ -62,9 +62,19 @@ per_fn() {
 }
 # started NAME: the cycles reuse.py began while recorded (all of them but on a loaded machine), >= 1
 started() { local n; n=$(kv "$TMP/$1.result" started); echo $((${n:-0} > 0 ? ${n:-0} : 1)); }
-# over FOLDED PER: how many functions have more than 1.6 cycles' samples
-over() { per_fn "$1" | awk -v p="$2" '$2 > 1.6 * p { n++ } END { print n + 0 }'; }
 fn_total() { stack_weight "$1" '(f[0-9]+_\(reuse_gen\.py:[0-9]+\)|;\[python\])(;|$)'; }
+# over NAME: how many functions have more than 1.6 times the samples that their own cycle's CPU time
+# (NAME.result.cpu, from reuse.py) gives them of the cycles' samples; one diag line for each.  A
+# function named for two cycles has about twice its share.  The cycles' CPU time is measured, not
+# assumed equal: their iterations are fixed, their speed is not.  (Against the mean cycle, both
+# checks failed once in a full sanitizer run, and passed when run again: the cause is not known.)
+over() {
+	per_fn "$TMP/$1.folded" | awk -v total="$(fn_total "$TMP/$1.folded")" '
+		FNR == NR { cpu_us[$1] = $2; sum_us += $2; next }
+		{ fn = $1; sub(/_$/, "", fn); want = sum_us > 0 ? total * cpu_us[fn] / sum_us : 0 }
+		$2 > 1.6 * want { n++; printf "# %s: %d samples, its cycle'"'"'s CPU time gives it %.0f\n", fn, $2, want > "/dev/stderr" }
+		END { print n + 0 }' "$TMP/$1.result.cpu" -
+}
 
 run_reuse late APERTURE_TEST_PYTHON_NO_PREFETCH=1
 is "named late: record exits 0" "$AP_RC" 0
@@ -73,7 +83,7 @@ if [ "${reused:-0}" -ge $((CYCLES / 2)) ]; then
 	total=$(fn_total "$TMP/late.folded")
 	per=$((total / $(started late)))
 	ge "named late: samples in the cycles" "$total" 400
-	is "named late: no function with more than 1.6 cycles' samples (a cycle ~$per)" "$(over "$TMP/late.folded" "$per")" 0
+	is "named late: no function with more than 1.6 times its cycle's share (a cycle ~$per)" "$(over late)" 0
 	ge "named late: replaced code objects' frames left unnamed ([python] >= 25%)" \
 		"$(pct "$(stack_weight "$TMP/late.folded" ';\[python\](;|$)')" "$total")" 25
 	ok "named late: the end line counts the unnamed frames" \
@@ -86,8 +96,8 @@ run_reuse early
 is "named early: record exits 0" "$AP_RC" 0
 total=$(fn_total "$TMP/early.folded")
 per=$((total / $(started early)))
-is "named early (as each stack is reported): no function with more than 1.6 cycles' samples (a cycle ~$per)" \
-	"$(over "$TMP/early.folded" "$per")" 0
+is "named early (as each stack is reported): no function with more than 1.6 times its cycle's share (a cycle ~$per)" \
+	"$(over early)" 0
 ok "named early: almost all named ([python] < 5%)" awk -v u="$(stack_weight "$TMP/early.folded" ';\[python\](;|$)')" -v t="$total" 'BEGIN { exit !(t > 0 && u / t < 0.05) }'
 is "named early: each function begun is named" "$(per_fn "$TMP/early.folded" | wc -l)" "$(started early)"
 

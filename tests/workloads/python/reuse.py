@@ -5,8 +5,11 @@
 # when its profiler walks this process: at most 60 s; 2 s without argv[4]); CPython's allocator puts the next
 # code object where the last one was (same size class, freed last).  Counts
 # how many cycles began (started=N) and reused the previous address (reused=N)
-# into argv[3], rewritten at each cycle, then
-# sleeps so that a profiler names the frames while the process lives.
+# into argv[3], rewritten at each cycle, and each cycle's CPU time ("fN US",
+# time.thread_time around the spin) into argv[3].cpu, then sleeps so that a
+# profiler names the frames while the process lives.  The CPU time is what a
+# cycle's samples follow: its iterations are fixed, but their speed is not
+# (the other vCPU's load, a hyperthread sibling, the host).
 import gc
 import sys
 import time
@@ -42,7 +45,10 @@ for i in range(CYCLES):
     reused += id(fn.__code__) == last
     last = id(fn.__code__)
     progress(i + 1, reused)
+    cpu0 = time.thread_time()
     fn(SPIN)
+    with open(sys.argv[3] + ".cpu", "a") as out:
+        out.write("f%d %d\n" % (i, (time.thread_time() - cpu0) * 1e6))
     del fn
     gc.collect()
 progress(CYCLES, reused, 1)
