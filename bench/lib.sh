@@ -31,7 +31,7 @@ bench_cleanup() {
 	for pid in "${BGPIDS[@]}"; do kill -0 "$pid" 2>/dev/null && kill_tree "$pid"; done
 	sysctl -qw kernel.bpf_stats_enabled="$STATS_ORIG" >/dev/null 2>&1
 	[ -n "$TRACEFS_MOUNTED" ] && umount /sys/kernel/tracing 2>/dev/null
-	rm -rf "$W"
+	if [ -n "${KEEP_WORK:-}" ]; then log "bench: its working files are kept in $W"; else rm -rf "$W"; fi
 }
 trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
