@@ -576,36 +576,49 @@ int BPF_PROG(maps_replaced, unsigned long addr, struct vm_unmapped_area_info *in
 /* unwind_frame's answer when the row's rule or a read failed (as for no row: the walk ends, truncated). */
 #define UNWIND_STEP_FAIL	UNWIND_FIND_NO_ROW
 
+/*
+ * The CFA of @r's frame when the rule is a register plus @cfa_off (rsp or rbp:
+ * nearly every row) into *@cfa; false for the others (PLT, signal frames, the end).
+ */
+static __always_inline bool unwind_cfa_sum(__u8 cfa_rule, __s32 cfa_off, const struct unwind_regs *r, __u64 *cfa)
+{
+	if (cfa_rule == UNWIND_CFA_RSP)
+		*cfa = r->sp + cfa_off;
+	else if (cfa_rule == UNWIND_CFA_RBP)
+		*cfa = r->bp + cfa_off;
+	else
+		return false;
+	return true;
+}
+
+/* A signal frame: @r steps to the interrupted code, whose registers the ucontext at its rsp holds. */
+static __always_inline int unwind_signal_step(struct unwind_cpu *c, __u32 *gen, struct unwind_regs *r)
+{
+	__u64 cfa = 0, ra = 0, bp = 0;
+
+	if (!unwind_read_near(c, gen, &bp, r->sp + UC_RBP) ||
+	    !unwind_read_near(c, gen, &cfa, r->sp + UC_RSP) ||
+	    !unwind_read_near(c, gen, &ra, r->sp + UC_RIP))
+		return UNWIND_STEP_FAIL;
+	r->bp = bp;
+	r->sp = cfa;
+	r->pc = ra;
+	r->precise = 1;	/* the interrupted instruction itself */
+	return 0;
+}
+
 /* One frame of @r by a CFI @row, reading through @c: 0 go on, 1 the end, UNWIND_STEP_FAIL. */
 static __always_inline int unwind_row_step(struct unwind_cpu *c, __u32 *gen, struct unwind_regs *r,
 					   const struct unwind_row *row)
 {
 	__u64 cfa = 0, ra = 0, bp = r->bp;
 
-	switch (row->cfa_rule) {
-	case UNWIND_CFA_RSP:
-		cfa = r->sp + row->cfa_off;
-		break;
-	case UNWIND_CFA_RBP:
-		cfa = r->bp + row->cfa_off;
-		break;
-	case UNWIND_CFA_PLT:
+	if (!unwind_cfa_sum(row->cfa_rule, row->cfa_off, r, &cfa)) {
+		if (row->cfa_rule == UNWIND_CFA_SIGNAL)
+			return unwind_signal_step(c, gen, r);
+		if (row->cfa_rule != UNWIND_CFA_PLT)
+			return row->cfa_rule == UNWIND_CFA_END ? 1 : UNWIND_STEP_FAIL;
 		cfa = r->sp + 8 + ((r->pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
-		break;
-	case UNWIND_CFA_SIGNAL:
-		if (!unwind_read_near(c, gen, &bp, r->sp + UC_RBP) ||
-		    !unwind_read_near(c, gen, &cfa, r->sp + UC_RSP) ||
-		    !unwind_read_near(c, gen, &ra, r->sp + UC_RIP))
-			return UNWIND_STEP_FAIL;
-		r->bp = bp;
-		r->sp = cfa;
-		r->pc = ra;
-		r->precise = 1;	/* the interrupted instruction itself */
-		return 0;
-	case UNWIND_CFA_END:
-		return 1;
-	default:
-		return UNWIND_STEP_FAIL;
 	}
 	if (!unwind_read_near(c, gen, &ra, cfa - 8))
 		return UNWIND_STEP_FAIL;
@@ -683,11 +696,7 @@ static __always_inline bool unwind_noted_step(struct unwind_cpu *c, __u32 mine, 
 
 	if (pc < c->row_lo || pc >= c->row_hi)
 		return false;
-	if (c->row.cfa_rule == UNWIND_CFA_RSP)
-		cfa = r->sp + c->row.cfa_off;
-	else if (c->row.cfa_rule == UNWIND_CFA_RBP)
-		cfa = r->bp + c->row.cfa_off;
-	else
+	if (!unwind_cfa_sum(c->row.cfa_rule, c->row.cfa_off, r, &cfa))
 		return false;	/* PLT, signal frames, the end: rare, the full step */
 	lo = c->win_lo;
 	len = c->win_len;
