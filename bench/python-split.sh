@@ -12,7 +12,8 @@ RUNS=${2:-3}
 PY=${PY:-$(ls -d /root/.pyenv/versions/3.8*/bin/python3.8 2>/dev/null | head -n1)}
 [ -x "$PY" ] || { log "python-split: no interpreter (set PY)"; exit 1; }
 
-# sample AP: "bpf_ns loader_ns oncpu_run_ns oncpu_runs"
+# sample AP: "bpf_ns loader_ns oncpu_run_ns oncpu_runs": the BPF figures of every program of these
+# names on the machine, so run it where no other aperture is loaded
 sample() {
 	local id t bpf=0 ld=0 run_ns=0 runs=0 k v
 	for id in $(bpftool prog show | awk -F: '/ name (oncpu_sample|process_exec|process_exit|target_fork|maps_replaced) / { print $1 }'); do

@@ -591,22 +591,6 @@ static __always_inline bool unwind_cfa_sum(__u8 cfa_rule, __s32 cfa_off, const s
 	return true;
 }
 
-/* A signal frame: @r steps to the interrupted code, whose registers the ucontext at its rsp holds. */
-static __always_inline int unwind_signal_step(struct unwind_cpu *c, __u32 *gen, struct unwind_regs *r)
-{
-	__u64 cfa = 0, ra = 0, bp = 0;
-
-	if (!unwind_read_near(c, gen, &bp, r->sp + UC_RBP) ||
-	    !unwind_read_near(c, gen, &cfa, r->sp + UC_RSP) ||
-	    !unwind_read_near(c, gen, &ra, r->sp + UC_RIP))
-		return UNWIND_STEP_FAIL;
-	r->bp = bp;
-	r->sp = cfa;
-	r->pc = ra;
-	r->precise = 1;	/* the interrupted instruction itself */
-	return 0;
-}
-
 /* One frame of @r by a CFI @row, reading through @c: 0 go on, 1 the end, UNWIND_STEP_FAIL. */
 static __always_inline int unwind_row_step(struct unwind_cpu *c, __u32 *gen, struct unwind_regs *r,
 					   const struct unwind_row *row)
@@ -614,11 +598,30 @@ static __always_inline int unwind_row_step(struct unwind_cpu *c, __u32 *gen, str
 	__u64 cfa = 0, ra = 0, bp = r->bp;
 
 	if (!unwind_cfa_sum(row->cfa_rule, row->cfa_off, r, &cfa)) {
-		if (row->cfa_rule == UNWIND_CFA_SIGNAL)
-			return unwind_signal_step(c, gen, r);
-		if (row->cfa_rule != UNWIND_CFA_PLT)
-			return row->cfa_rule == UNWIND_CFA_END ? 1 : UNWIND_STEP_FAIL;
-		cfa = r->sp + 8 + ((r->pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
+		switch (row->cfa_rule) {
+		case UNWIND_CFA_PLT:
+			cfa = r->sp + 8 + ((r->pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
+			break;
+		case UNWIND_CFA_SIGNAL:
+			/*
+			 * The ucontext at rsp holds the interrupted code's registers.  Read into
+			 * these locals, not a function's own: those took the GPU kind's call_exit
+			 * past the 512-byte stack ("combined stack size of 5 calls is 544").
+			 */
+			if (!unwind_read_near(c, gen, &bp, r->sp + UC_RBP) ||
+			    !unwind_read_near(c, gen, &cfa, r->sp + UC_RSP) ||
+			    !unwind_read_near(c, gen, &ra, r->sp + UC_RIP))
+				return UNWIND_STEP_FAIL;
+			r->bp = bp;
+			r->sp = cfa;
+			r->pc = ra;
+			r->precise = 1;	/* the interrupted instruction itself */
+			return 0;
+		case UNWIND_CFA_END:
+			return 1;
+		default:
+			return UNWIND_STEP_FAIL;
+		}
 	}
 	if (!unwind_read_near(c, gen, &ra, cfa - 8))
 		return UNWIND_STEP_FAIL;

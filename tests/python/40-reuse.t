@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Code objects freed and others allocated at their addresses between the
 # sample and the naming: reuse.py makes f0..f23 one after another (each its
-# own name and first line), spins 20M iterations in each (~0.25 s) and
+# own name and first line), spins 20M iterations in each (~0.25 s; 40M under the sanitizer build) and
 # deletes it; the next code object lands where the last one was.  The BPF
 # walk counts the generations of code objects at an address (python_codes):
 # a new one gets other frames (another stack), named when the BPF side
@@ -18,6 +18,11 @@ require_aperture
 have_feature dwarf_unwind || skip_all "no DWARF unwinding here (CPython frames need it): $(feature_why dwarf_unwind)"
 PY="$(cd "$(dirname "$0")/../workloads/python" && pwd)"
 CYCLES=24
+# Iterations a cycle (~0.25 s): early naming must read each code object before its cycle ends and
+# frees it, and the sanitizer build's loader is several times slower (check 9 missed one function
+# of 24 once in a full sanitizer run): its cycles are twice as long.
+SPIN=${APERTURE_SANITIZED:+40000000}
+SPIN=${SPIN:-20000000}
 
 # walked PID: the kernel has PID's unwind tables (its samples carry Python frames from now on);
 # waits up to 60 s.  Its cycles start after that: under the sanitizer build the tables took over
@@ -37,7 +42,7 @@ walked() {
 run_reuse() {
 	local name=$1 pid ap i
 	shift
-	/usr/bin/python3.11 "$PY/reuse.py" "$CYCLES" 20000000 "$TMP/$name.result" "$TMP/$name.go" &
+	/usr/bin/python3.11 "$PY/reuse.py" "$CYCLES" "$SPIN" "$TMP/$name.result" "$TMP/$name.go" &
 	pid=$!
 	_bg_pids+=("$pid")
 	sleep 0.2
