@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "procmaps.h"
@@ -127,14 +126,6 @@ static uint64_t probes_asked_later(const struct profiler_opts *opts)
 	return mask;
 }
 
-/* What one load's parse of the kernel's BTF allocates: libbpf's two copies of it, and room for its index. */
-static size_t btf_parse_bytes(void)
-{
-	struct stat st;
-
-	return stat("/sys/kernel/btf/vmlinux", &st) == 0 && st.st_size > 0 ? 2 * (size_t)st.st_size + (1 << 20) : 0;
-}
-
 int profiler_open(struct profiler **out, struct run *run, const struct profiler_ops *ops,
 		  const struct profiler_opts *opts)
 {
@@ -145,7 +136,6 @@ int profiler_open(struct profiler **out, struct run *run, const struct profiler_
 	if (!p)
 		return -ENOMEM;
 	heap_keep_begin();	/* the probes' load and the profiler's each parse the kernel's BTF */
-	heap_keep_reserve(btf_parse_bytes());
 	feature_has(FEAT_OPENAT2);	/* how the symbolizer opens the targets' files: probed before any */
 	p->ops = ops;
 	p->run = run;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "util.h"
@@ -265,7 +266,6 @@ int array_reserve(void **arr, size_t *cap, size_t n, size_t size, size_t first)
 #define HEAP_KEEP_THRESHOLD	(32 * 1024 * 1024)	/* glibc's largest M_MMAP_THRESHOLD */
 
 static int heap_keep_depth;	/* the loading thread's only: workers never load */
-static bool heap_keep_filled;	/* the outermost window has been grown by heap_keep_reserve */
 
 /*
  * The heap grown by @bytes at once, its pages made present by one madvise
@@ -295,25 +295,21 @@ void heap_defaults(void)
 
 void heap_keep_begin(void)
 {
+	struct stat st;
+
 	if (heap_keep_depth++)
 		return;
 	mallopt(M_MMAP_THRESHOLD, HEAP_KEEP_THRESHOLD);
 	mallopt(M_TRIM_THRESHOLD, 2 * HEAP_KEEP_THRESHOLD);
-}
-
-void heap_keep_reserve(size_t bytes)
-{
-	if (heap_keep_depth <= 0 || heap_keep_filled || !bytes || bytes > HEAP_KEEP_THRESHOLD)
-		return;
-	heap_keep_filled = true;
-	heap_prefault(bytes);
+	/* libbpf's two buffers of the kernel's BTF, and room for its index */
+	if (stat("/sys/kernel/btf/vmlinux", &st) == 0 && st.st_size > 0 && st.st_size < HEAP_KEEP_THRESHOLD / 2)
+		heap_prefault(2 * (size_t)st.st_size + (1 << 20));
 }
 
 void heap_keep_end(void)
 {
 	if (heap_keep_depth <= 0 || --heap_keep_depth)
 		return;
-	heap_keep_filled = false;
 	heap_defaults();
 	mallopt(M_TRIM_THRESHOLD, HEAP_THRESHOLD);
 	malloc_trim(0);

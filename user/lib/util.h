@@ -69,13 +69,6 @@ void heap_defaults(void);
  * load after the first reuses the first's pages.  Nests.
  */
 void heap_keep_begin(void);
-/*
- * Inside a window: grows the heap by @bytes at once, its pages made present
- * (one madvise, where the kernel has MADV_POPULATE_WRITE), once per outermost
- * window: asked by what will fill it, so that a window that loads nothing
- * (the daemon taking over pinned programs) costs no pages.
- */
-void heap_keep_reserve(size_t bytes);
 void heap_keep_end(void);
 
 uint64_t now_ns(int clock);		/* clock_gettime in ns */
