@@ -20,6 +20,25 @@ have() { [ -n "$1" ] && command -v "$1" >/dev/null 2>&1; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "n/a";
 	else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# cost_ns_of PID: "cpu_ns bpf_ns": the CPU time of PID's threads so far (schedstat: ns, not ticks), and
+# the run time of the BPF programs it holds (fdinfo, bpf_stats on; one held by two fds counted once).
+# Builtins only: it runs beside the runs it measures (~12 ms of CPU a call on an aperture with ~70 fds).
+cost_ns_of() {
+	local p=$1 f k v id cpu=0 bpf=0
+	local -A seen=()
+	for f in /proc/"$p"/task/*/schedstat; do read -r v _ 2>/dev/null <"$f" && cpu=$((cpu + v)); done
+	for f in /proc/"$p"/fdinfo/*; do
+		id=
+		while read -r k v _; do
+			case $k in
+			prog_id:) id=$v ;;
+			run_time_ns:) [ -n "$id" ] && [ -z "${seen[$id]:-}" ] && { seen[$id]=1; bpf=$((bpf + v)); } ;;
+			esac
+		done 2>/dev/null <"$f"
+	done
+	echo "$cpu $bpf"
+}
+
 kill_tree() {
 	local pid=$1 kid
 	for kid in $(pgrep -P "$pid" 2>/dev/null); do kill -KILL "$kid" 2>/dev/null; done

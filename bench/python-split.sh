@@ -12,17 +12,13 @@ RUNS=${2:-3}
 PY=${PY:-$(ls -d /root/.pyenv/versions/3.8*/bin/python3.8 2>/dev/null | head -n1)}
 [ -x "$PY" ] || { log "python-split: no interpreter (set PY)"; exit 1; }
 
-# sample AP: "bpf_ns loader_ns oncpu_run_ns oncpu_runs": the BPF figures of every program of these
-# names on the machine, so run it where no other aperture is loaded
+# sample AP: "bpf_ns loader_ns oncpu_run_ns oncpu_runs": AP's BPF run time and CPU (cost_ns_of), and
+# oncpu_sample's own figures (by name: run it where no other aperture is loaded)
 sample() {
-	local id t bpf=0 ld=0 run_ns=0 runs=0 k v
-	for id in $(bpftool prog show | awk -F: '/ name (oncpu_sample|process_exec|process_exit|target_fork|maps_replaced) / { print $1 }'); do
-		read -r k v < <(bpftool prog show id "$id" | grep -o 'run_time_ns [0-9]*')
-		bpf=$((bpf + ${v:-0}))
-	done
-	for t in /proc/"$1"/task/*/schedstat; do read -r v _ <"$t" && ld=$((ld + v)); done
+	local bpf ld run_ns runs
+	read -r ld bpf < <(cost_ns_of "$1")
 	read -r _ run_ns _ runs < <(bpftool prog show name oncpu_sample | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*')
-	echo "$bpf $ld ${run_ns:-0} ${runs:-0}"
+	echo "${bpf:-0} ${ld:-0} ${run_ns:-0} ${runs:-0}"
 }
 
 sysctl -qw kernel.bpf_stats_enabled=1

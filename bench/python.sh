@@ -144,25 +144,6 @@ p2_round() {
 # CPU too: the profiler's own is the difference (before, P2 showed the sum: "3.5-4.0 s" for aperture).
 SELF_CPU_WRAP='import atexit, os, runpy, sys; out = sys.argv[1]; atexit.register(lambda: open(out, "w").write("%.3f\n" % sum(os.times()[:2]))); sys.argv = sys.argv[2:]; runpy.run_path(sys.argv[0], run_name="__main__")'
 
-# cost_ns_of PID: "cpu_ns bpf_ns": the CPU time of PID's threads so far (schedstat: ns, not ticks), and
-# the run time of the BPF programs it holds (fdinfo, bpf_stats on; one held by two fds counted once).
-# Builtins only: it runs beside the runs it measures (~12 ms of CPU a call on an aperture with ~70 fds).
-cost_ns_of() {
-	local p=$1 f k v id cpu=0 bpf=0
-	local -A seen=()
-	for f in /proc/"$p"/task/*/schedstat; do read -r v _ 2>/dev/null <"$f" && cpu=$((cpu + v)); done
-	for f in /proc/"$p"/fdinfo/*; do
-		id=
-		while read -r k v _; do
-			case $k in
-			prog_id:) id=$v ;;
-			run_time_ns:) [ -n "$id" ] && [ -z "${seen[$id]:-}" ] && { seen[$id]=1; bpf=$((bpf + v)); } ;;
-			esac
-		done 2>/dev/null <"$f"
-	done
-	echo "$cpu $bpf"
-}
-
 # sleep_until USEC: one sleep until EPOCHREALTIME (in microseconds) reaches USEC (a profiler that fails
 # early is then seen late, and its run gives n/a as before)
 sleep_until() {
