@@ -70,6 +70,28 @@ int BPF_PROG(probe_task_storage, bool preempt, struct task_struct *prev, struct 
 	return 0;
 }
 
+/*
+ * Hash maps that allocate at insert (BPF_F_NO_PREALLOC) from a perf_event
+ * program: 6.1+ (the BPF memory allocator); before, the verifier refuses
+ * them ("perf_event programs can only use preallocated hash map").
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u64);
+} probe_alloc_hash SEC(".maps");
+
+SEC("perf_event")
+int probe_hash_alloc(struct bpf_perf_event_data *ctx)
+{
+	__u32 key = 0;
+	__u64 one = 1;
+
+	return bpf_map_update_elem(&probe_alloc_hash, &key, &one, BPF_ANY) == 0;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(probe_sched_process_exec, struct task_struct *task)
 {

@@ -89,6 +89,8 @@ static const struct feature_desc descs[FEAT_MAX] = {
 				 "probe_sched_process_fork" },
 	[FEAT_OPENAT2] = { "openat2", "openat2 RESOLVE_IN_ROOT (a process's files opened in its root; else a walk "
 			   "that refuses every symlink)", NULL, probe_openat2 },
+	[FEAT_HASH_ALLOC] = { "hash_alloc", "hash maps that allocate at insert, in perf_event programs (6.1+; "
+			      "else the stacks and counts maps are preallocated whole at start)", "probe_hash_alloc" },
 };
 
 const char *feature_name(enum feature f)
@@ -127,7 +129,7 @@ static struct probe_bpf *probe_load(const char *const *progs, const char **step)
 	libbpf_print_fn_t old = quiet_libbpf();
 	struct bpf_program *prog;
 	struct probe_bpf *skel;
-	bool task_storage = false;
+	bool task_storage = false, hash_alloc = false;
 	int err;
 
 	*step = "open";
@@ -145,8 +147,11 @@ static struct probe_bpf *probe_load(const char *const *progs, const char **step)
 		/* A kernel without task storage must not fail every other probe. */
 		if (wanted && strcmp(bpf_program__name(prog), "probe_task_storage") == 0)
 			task_storage = true;
+		if (wanted && strcmp(bpf_program__name(prog), "probe_hash_alloc") == 0)
+			hash_alloc = true;
 	}
 	bpf_map__set_autocreate(skel->maps.probe_task_store, task_storage);
+	bpf_map__set_autocreate(skel->maps.probe_alloc_hash, hash_alloc);
 	*step = "load";
 	err = -probe_bpf__load(skel);
 	if (err) {

@@ -38,6 +38,7 @@ enum feature {
 	FEAT_RQ_LOCKS,		/* task->se.cfs_rq->rq from raw_tp: runqueue lock names */
 	FEAT_TP_SCHED_FORK,	/* tp_btf/sched_process_fork: children of targets followed */
 	FEAT_OPENAT2,		/* openat2 RESOLVE_IN_ROOT: a process's files opened inside its root (5.6+) */
+	FEAT_HASH_ALLOC,	/* hash maps without preallocation in perf_event programs (6.1+) */
 	FEAT_MAX,
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The profiler lifecycle and the snapshot protocol every profiler shares. */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -117,13 +118,44 @@ static int unwind_resolve(struct profiler *p)
 /* The program probes unwind_resolve and children_followed may ask for these options. */
 static uint64_t probes_asked_later(const struct profiler_opts *opts)
 {
-	uint64_t mask = 0;
+	uint64_t mask = FEAT_BIT(FEAT_HASH_ALLOC);
 
 	if (walks_user_stacks(opts))
 		mask |= FEAT_BIT(FEAT_DWARF_UNWIND);
 	if (may_follow_children(opts))
 		mask |= FEAT_BIT(FEAT_TP_SCHED_FORK);
 	return mask;
+}
+
+/*
+ * A hash map that allocates at insert takes its elements from a per-CPU cache
+ * that the kernel refills from irq_work, and at creation that cache holds one
+ * element of the stacks' size (kernel/bpf/memalloc.c, prefill_mem_cache): the
+ * first program run on a CPU that stores a user and a kernel stack would lose
+ * the second (-ENOMEM, "stack allocation failed").  One insert and delete from
+ * each CPU the loader may run on makes the kernel refill each cache first (a
+ * CPU outside the loader's affinity keeps that one loss, counted).  The key is
+ * APERTURE_STACK_LOST, which no program stores.
+ */
+static void stacks_prime(struct profiler *p)
+{
+	static struct aperture_stack empty;
+	__u64 key = APERTURE_STACK_LOST;
+	cpu_set_t allowed, one;
+
+	if (!feature_has(FEAT_HASH_ALLOC) || sched_getaffinity(0, sizeof(allowed), &allowed))
+		return;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed))
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (sched_setaffinity(0, sizeof(one), &one))
+			continue;
+		if (bpf_map_update_elem(p->fd[MAP_STACKS], &key, &empty, BPF_NOEXIST) == 0)
+			bpf_map_delete_elem(p->fd[MAP_STACKS], &key);
+	}
+	sched_setaffinity(0, sizeof(allowed), &allowed);
 }
 
 int profiler_open(struct profiler **out, struct run *run, const struct profiler_ops *ops,
@@ -167,6 +199,7 @@ int profiler_open(struct profiler **out, struct run *run, const struct profiler_
 			  log_verbose ? "" : " (-v shows the verifier's log)");
 		goto cleanup;
 	}
+	stacks_prime(p);
 	err = profiler_configure(p);
 	if (err)
 		goto cleanup;
@@ -313,6 +346,37 @@ static bool children_followed(const struct profiler *p, bool owner)
 }
 
 /*
+ * Where the kernel lets a perf_event program insert into a hash map that
+ * allocates at insert (6.1+), a kind's stacks and counts maps take memory as
+ * they fill: preallocated, they cost 30-45 ms of the kernel's time and 23-38
+ * MiB per kind at every start, however few stacks the run sees.  The inner map's
+ * template of active_counts must carry the counts maps' flags, or the flip's
+ * swap is refused.  Totals are counted only for a daemon (keep_totals).
+ */
+static int counts_maps_prepare(struct profiler *p)
+{
+	static const enum map_slot grown[] = { MAP_STACKS, MAP_COUNTS_0, MAP_COUNTS_1, MAP_TOTALS };
+	struct bpf_map *inner = bpf_map__inner_map(slot_map(p, MAP_ACTIVE));
+	int err = 0;
+
+	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_COUNTS_0), p->opts.counts_entries);
+	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_COUNTS_1), p->opts.counts_entries);
+	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_TOTALS),
+					      p->opts.keep_totals ? p->opts.counts_entries : 1);
+	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_STACKS), p->opts.stacks_entries);
+	if (err || !feature_has(FEAT_HASH_ALLOC))
+		return err;
+	if (!inner)
+		return -ENOENT;
+	for (size_t i = 0; i < sizeof(grown) / sizeof(grown[0]) && !err; i++) {
+		struct bpf_map *map = slot_map(p, grown[i]);
+
+		err = bpf_map__set_map_flags(map, bpf_map__map_flags(map) | BPF_F_NO_PREALLOC);
+	}
+	return err ?: bpf_map__set_map_flags(inner, bpf_map__map_flags(inner) | BPF_F_NO_PREALLOC);
+}
+
+/*
  * Before load: sizes the maps, reuses the run's shared maps, and loads the
  * exec, exit and fork programs (bpf/lib/) and the tables' maps_replaced
  * (bpf/unwind/) only in the profiler that creates them.
@@ -327,10 +391,7 @@ int profiler_prepare(struct profiler *p)
 	bool owner = !run || run->fd[MAP_CONTROL] < 0;
 	int err = 0;
 
-	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_COUNTS_0), p->opts.counts_entries);
-	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_COUNTS_1), p->opts.counts_entries);
-	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_TOTALS), p->opts.counts_entries);
-	err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_STACKS), p->opts.stacks_entries);
+	err = err ?: counts_maps_prepare(p);
 	err = err ?: unwind_maps_prepare(p);
 	if (owner)
 		err = err ?: events_ring_prepare(p);
