@@ -10,6 +10,8 @@
                                 rows (DW_CFA_advance_loc 1, DW_CFA_def_cfa_offset):
                                 libdw replays a function from its start for
                                 each row, R^2/2 steps a function
+  gen_ehframe.py OUT nops N B   N functions sharing one CIE, each FDE's program
+                                B DW_CFA_nop: no rows, N x B instructions to run
 
 Each function is 16 bytes (rows mode: R bytes, at least 16) of a NOBITS
 .text at 0x10000; the FDEs use the zR form every x86_64 toolchain writes
@@ -49,15 +51,15 @@ def cie():
     return pad4(body)
 
 
-def fde(at, cie_at, start, size, rows):
+def fde(at, cie_at, start, size, rows, nops):
     """The FDE placed at .eh_frame offset @at, its CIE at @cie_at."""
-    instrs = b''.join(b'\x41\x0e' + uleb(16 + 8 * (k % 64)) for k in range(rows))
+    instrs = b''.join(b'\x41\x0e' + uleb(16 + 8 * (k % 64)) for k in range(rows)) + b'\0' * nops
     pc_field = EH_VADDR + at + 8
     body = struct.pack('<I', at + 4 - cie_at) + struct.pack('<iI', start - pc_field, size) + uleb(0) + instrs
     return pad4(body)
 
 
-def eh_frame(mode, n, rows):
+def eh_frame(mode, n, rows, nops):
     out = bytearray()
     fsize = max(16, rows + 1)
     cie_at = 0
@@ -65,7 +67,7 @@ def eh_frame(mode, n, rows):
         if mode == 'cies' or i == 0:
             cie_at = len(out)
             out += cie()
-        out += fde(len(out), cie_at, TEXT_VADDR + i * fsize, fsize, rows)
+        out += fde(len(out), cie_at, TEXT_VADDR + i * fsize, fsize, rows, nops)
     out += b'\0\0\0\0'      # the terminator
     return bytes(out), n * fsize
 
@@ -92,9 +94,10 @@ def elf(eh, text_size):
 def main():
     out, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     rows = int(sys.argv[4]) if mode == 'rows' else 0
-    if mode not in ('cies', 'rows'):
-        sys.exit('usage: gen_ehframe.py OUT cies N | OUT rows N R')
-    eh, text_size = eh_frame(mode, n, rows)
+    nops = int(sys.argv[4]) if mode == 'nops' else 0
+    if mode not in ('cies', 'rows', 'nops'):
+        sys.exit('usage: gen_ehframe.py OUT cies N | OUT rows N R | OUT nops N B')
+    eh, text_size = eh_frame(mode, n, rows, nops)
     with open(out, 'wb') as f:
         f.write(elf(eh, text_size))
 

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * .eh_frame -> unwind rows.  libdw interprets the CFI (CIE initial
- * instructions, FDE programs, remember/restore state); this file only lists
- * the functions (from .eh_frame_hdr's sorted table, which every linker
- * writes for x86_64 binaries) and turns each row's rules into the few forms
- * the BPF walk follows: CFA = rsp/rbp + offset, the PLT expression, the
- * signal trampoline; rbp saved at CFA + offset; return address at CFA - 8.
- * Anything else becomes a row where the walk stops, never a guess.
+ * .eh_frame -> unwind rows.  This file lists the functions (from
+ * .eh_frame_hdr's sorted table, which every linker writes for x86_64
+ * binaries, or from the entries themselves) and makes one table of their
+ * rows: each FDE's rows from cfaprog.c (its CFA program run once), a gap
+ * row where a function's rows end before the next, the entry point as the
+ * outermost frame, and whether every call site keeps frame pointers.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -14,140 +13,9 @@
 #include <string.h>
 #include <dwarf.h>
 #include <gelf.h>
-#include <elfutils/libdw.h>
+#include "cfaprog.h"
 #include "cfi.h"
 #include "util.h"
-
-#define X86_64_RBP 6
-#define X86_64_RSP 7
-#define X86_64_RA 16	/* the return address column */
-
-/* The PLT's CFA: rsp + 8 + ((rip & 15) >= N) << 3, N 11 (.plt) or 10 (older .plt.got). */
-static const uint8_t plt_atoms[] = {
-	DW_OP_breg7, DW_OP_breg16, DW_OP_lit15, DW_OP_and, 0 /* lit N */, DW_OP_ge,
-	DW_OP_lit3, DW_OP_shl, DW_OP_plus,
-};
-
-static bool ops_is_plt(const Dwarf_Op *ops, size_t nops, int32_t *threshold)
-{
-	if (nops != sizeof(plt_atoms) || ops[0].number != 8 || ops[1].number != 0)
-		return false;
-	for (size_t i = 0; i < nops; i++)
-		if (i != 4 && ops[i].atom != plt_atoms[i])
-			return false;
-	if (ops[4].atom < DW_OP_lit0 || ops[4].atom > DW_OP_lit31)
-		return false;
-	*threshold = ops[4].atom - DW_OP_lit0;
-	return true;
-}
-
-/* glibc's __restore_rt: CFA = *(rsp + 160), the saved rsp in the ucontext on the stack. */
-static bool ops_is_sigframe(const Dwarf_Op *ops, size_t nops)
-{
-	return nops == 2 && ops[0].atom == DW_OP_breg7 && ops[0].number == 160 &&
-	       ops[1].atom == DW_OP_deref;
-}
-
-/* A register plus a constant, as libdw spells DW_CFA_def_cfa: bregN or bregx. */
-static bool ops_reg_offset(const Dwarf_Op *ops, size_t nops, int *reg, int64_t *off)
-{
-	if (nops != 1)
-		return false;
-	if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
-		*reg = ops[0].atom - DW_OP_breg0;
-		*off = (int64_t)ops[0].number;
-		return true;
-	}
-	if (ops[0].atom == DW_OP_bregx) {
-		*reg = (int)ops[0].number;
-		*off = (int64_t)ops[0].number2;
-		return true;
-	}
-	return false;
-}
-
-static void row_cfa(Dwarf_Frame *frame, bool signal, struct unwind_row *row)
-{
-	Dwarf_Op *ops;
-	size_t nops;
-	int64_t off;
-	int32_t threshold;
-	int reg;
-
-	row->cfa_rule = UNWIND_CFA_NONE;
-	if (dwarf_frame_cfa(frame, &ops, &nops) || !nops)
-		return;
-	if (ops_reg_offset(ops, nops, &reg, &off) && (reg == X86_64_RSP || reg == X86_64_RBP) &&
-	    off >= INT32_MIN && off <= INT32_MAX) {
-		row->cfa_rule = reg == X86_64_RSP ? UNWIND_CFA_RSP : UNWIND_CFA_RBP;
-		row->cfa_off = (int32_t)off;
-	} else if (ops_is_plt(ops, nops, &threshold)) {
-		row->cfa_rule = UNWIND_CFA_PLT;
-		row->cfa_off = threshold;
-	} else if (signal && ops_is_sigframe(ops, nops)) {
-		row->cfa_rule = UNWIND_CFA_SIGNAL;
-	}
-}
-
-/*
- * Where a register was saved, as "CFA + offset": libdw spells it
- * DW_OP_call_frame_cfa [DW_OP_plus_uconst N].  1: saved there, 0: same value
- * (not saved), -1: undefined or a rule the walk does not follow.
- */
-static int saved_at(Dwarf_Frame *frame, int regno, int64_t *off)
-{
-	Dwarf_Op mem[3], *ops;
-	size_t nops;
-
-	if (dwarf_frame_register(frame, regno, mem, &ops, &nops))
-		return -1;
-	if (!nops)
-		return ops ? -1 : 0;	/* ops == mem: undefined; NULL: same value */
-	if (ops[0].atom != DW_OP_call_frame_cfa)
-		return -1;
-	if (nops == 1) {
-		*off = 0;
-		return 1;
-	}
-	if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
-		*off = (int64_t)ops[1].number;
-		return 1;
-	}
-	return -1;
-}
-
-/* The rules of one row from libdw's frame state. */
-static void row_from_frame(Dwarf_Frame *frame, bool signal, struct unwind_row *row, size_t *unsupported)
-{
-	int64_t off;
-	int ra = saved_at(frame, X86_64_RA, &off);
-
-	row_cfa(frame, signal, row);
-	row->rbp_rule = UNWIND_RBP_SAME;
-	row->rbp_off = 0;
-	if (row->cfa_rule == UNWIND_CFA_SIGNAL)
-		return;	/* the walk reads every register from the ucontext */
-	if (ra == -1) {
-		Dwarf_Op mem[3], *ops;
-		size_t nops;
-
-		/* An undefined return address marks the outermost frame. */
-		if (!dwarf_frame_register(frame, X86_64_RA, mem, &ops, &nops) && !nops && ops)
-			row->cfa_rule = UNWIND_CFA_END;
-		else
-			row->cfa_rule = UNWIND_CFA_NONE;
-	} else if (ra != 1 || off != -8) {
-		row->cfa_rule = UNWIND_CFA_NONE;
-	}
-	if (row->cfa_rule == UNWIND_CFA_NONE) {
-		(*unsupported)++;
-		return;
-	}
-	if (saved_at(frame, X86_64_RBP, &off) == 1 && off >= INT16_MIN && off <= INT16_MAX) {
-		row->rbp_rule = UNWIND_RBP_OFFSET;
-		row->rbp_off = (int16_t)off;
-	}
-}
 
 static bool rows_alike(const struct unwind_row *a, const struct unwind_row *b)
 {
@@ -173,84 +41,75 @@ static int row_push(struct cfi_table *t, size_t *cap, uint64_t pc, const struct 
 	return 0;
 }
 
+/* cfa_fde_rows' sink: each row into the table. */
+struct row_sink {
+	struct cfi_table *t;
+	size_t *cap;
+	int rows;
+};
+
+static int sink_row(void *ctx, uint64_t pc, const struct unwind_row *row)
+{
+	struct row_sink *sink = ctx;
+
+	sink->rows++;
+	return sink->t ? row_push(sink->t, sink->cap, pc, row) : 0;
+}
+
 /*
- * Rows of the function starting at @start, up to @limit (the next function)
- * and CFI_MAX_FUNCTION_ROWS, then a gap row.
+ * The rows of the FDE holding @start, from @start up to @limit (the next
+ * function) and CFI_MAX_FUNCTION_ROWS: into @t, or only counted when @t is
+ * NULL.  *@stopped: where they stopped.
  */
-static int rows_of_function(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, struct cfi_table *t,
+static int fde_rows(const struct cfa_index *ix, struct cfi_table *t, size_t *cap, uint64_t start,
+		    uint64_t limit, size_t *work, size_t *unsupported, struct row_sink *sink, uint64_t *stopped)
+{
+	const struct cfa_fde *fde = cfa_fde_at(ix, start);
+	struct cfa_walk w = {
+		.start = start, .limit = limit, .max_rows = CFI_MAX_FUNCTION_ROWS, .work = work,
+		.max_work = CFI_MAX_FILE_WORK, .unsupported = unsupported, .fn = sink_row, .ctx = sink,
+	};
+
+	*sink = (struct row_sink){ .t = t, .cap = cap };
+	*stopped = start;
+	return fde ? cfa_fde_rows(ix, fde, &w, stopped) : 0;
+}
+
+/* Rows of the function starting at @start, up to @limit and CFI_MAX_FUNCTION_ROWS, then a gap row. */
+static int rows_of_function(const struct cfa_index *ix, uint64_t start, uint64_t limit, struct cfi_table *t,
 			    size_t *cap)
 {
 	static const struct unwind_row gap = { .cfa_rule = UNWIND_CFA_NONE };
-	uint64_t addr = start;
-	int err = 0;
+	struct row_sink sink;
+	uint64_t addr;
+	int err = fde_rows(ix, t, cap, start, limit, &t->work, &t->unsupported, &sink, &addr);
 
-	for (int n = 0; addr < limit && !err && n < CFI_MAX_FUNCTION_ROWS; n++) {
-		Dwarf_Frame *frame;
-		Dwarf_Addr lo, hi;
-		bool signal = false;
-		struct unwind_row row = { 0 };
-
-		/* libdw replays the FDE from its start for each row: row n costs n + 1 steps. */
-		t->work += (size_t)n + 1;
-		if (t->work > CFI_MAX_FILE_WORK)
-			return -E2BIG;
-		if (dwarf_cfi_addrframe(cfi, addr, &frame))
-			break;	/* past the FDE's end */
-		dwarf_frame_info(frame, &lo, &hi, &signal);
-		row_from_frame(frame, signal, &row, &t->unsupported);
-		free(frame);
-		err = row_push(t, cap, addr, &row);
-		if (hi <= addr)
-			break;	/* malformed: never loop */
-		addr = hi;
-	}
 	if (!err && addr < limit)
 		err = row_push(t, cap, addr, &gap);
 	return err;
 }
 
 /*
- * The end of the FDE whose first row ends at @hi: its last row's end, found by
- * walking its rows, up to @limit and as many rows as a function's at most.
- */
-static Dwarf_Addr fde_rows_end(Dwarf_CFI *cfi, Dwarf_Addr hi, uint64_t limit)
-{
-	Dwarf_Frame *frame;
-
-	for (int n = 1; hi < limit && n < CFI_MAX_FUNCTION_ROWS && !dwarf_cfi_addrframe(cfi, hi, &frame); n++) {
-		Dwarf_Addr lo, next_hi;
-
-		dwarf_frame_info(frame, &lo, &next_hi, NULL);
-		free(frame);
-		if (next_hi <= hi)
-			break;
-		hi = next_hi;
-	}
-	return hi;
-}
-
-/*
  * The entry point (_start, of a program or of ld.so) is the outermost frame
  * whatever its CFI says: above it are argc and argv, not a return address.
  * (glibc's _start marks its return address undefined; ld.so's does not.)
+ * One outermost row over the rows its FDE has, then a gap.
  */
-static int rows_of_entry(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, struct cfi_table *t, size_t *cap)
+static int rows_of_entry(const struct cfa_index *ix, uint64_t start, uint64_t limit, struct cfi_table *t,
+			 size_t *cap)
 {
 	static const struct unwind_row outermost = { .cfa_rule = UNWIND_CFA_END };
 	static const struct unwind_row gap = { .cfa_rule = UNWIND_CFA_NONE };
-	Dwarf_Frame *frame;
-	Dwarf_Addr lo, hi;
-	int err;
+	struct row_sink sink;
+	size_t uncounted = 0;	/* its rows are not the table's */
+	uint64_t end;
+	int err = fde_rows(ix, NULL, NULL, start, limit, &t->work, &uncounted, &sink, &end);
 
-	if (dwarf_cfi_addrframe(cfi, start, &frame))
-		return rows_of_function(cfi, start, limit, t, cap);
-	dwarf_frame_info(frame, &lo, &hi, NULL);
-	free(frame);
+	if (err || !sink.rows)
+		return err ?: rows_of_function(ix, start, limit, t, cap);
 	err = row_push(t, cap, start, &outermost);
-	if (!err)
-		hi = fde_rows_end(cfi, hi, limit);
-	if (!err && hi < limit)
-		err = row_push(t, cap, hi, &gap);
+	if (!err && end < limit)
+		err = row_push(t, cap, end, &gap);
 	return err;
 }
 
@@ -306,215 +165,38 @@ static int fde_starts_from_hdr(Elf *elf, uint64_t **starts, uint64_t **ends, siz
 
 /* ---- functions listed from .eh_frame itself (static binaries have no .eh_frame_hdr) ---- */
 
-/* Bytes of an encoded pointer's value (DW_EH_PE_* low nibble); 0: not one we read. */
-static size_t eh_pe_size(uint8_t enc)
+static int fde_starts_of_index(const struct cfa_index *ix, uint64_t **starts, uint64_t **ends, size_t *nstarts)
 {
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr: case DW_EH_PE_udata8: case DW_EH_PE_sdata8: return 8;
-	case DW_EH_PE_udata4: case DW_EH_PE_sdata4: return 4;
-	case DW_EH_PE_udata2: case DW_EH_PE_sdata2: return 2;
-	default: return 0;
-	}
-}
-
-static int64_t eh_pe_value(const uint8_t *p, uint8_t enc)
-{
-	int16_t s16; int32_t s32; uint16_t u16; uint32_t u32; uint64_t u64;
-
-	switch (enc & 0x0f) {
-	case DW_EH_PE_udata2: memcpy(&u16, p, 2); return u16;
-	case DW_EH_PE_sdata2: memcpy(&s16, p, 2); return s16;
-	case DW_EH_PE_udata4: memcpy(&u32, p, 4); return u32;
-	case DW_EH_PE_sdata4: memcpy(&s32, p, 4); return s32;
-	default: memcpy(&u64, p, 8); return (int64_t)u64;
-	}
-}
-
-/*
- * The FDE pointer encoding a CIE's augmentation ("zR", "zPLR", ...) names;
- * absptr without 'z'.  Every read stays inside the augmentation data: libdw
- * checked it against its own idea of a 'P' pointer's size, which differs
- * from ours for absptr in a 32-bit file (4 bytes, not 8).
- */
-static int cie_fde_encoding(const Dwarf_CIE *cie)
-{
-	const uint8_t *data = cie->augmentation_data;
-	const uint8_t *end = data + cie->augmentation_data_size;
-	const char *aug = cie->augmentation;
-
-	if (!aug || aug[0] != 'z')
-		return aug && aug[0] ? -1 : DW_EH_PE_absptr;
-	for (const char *c = aug + 1; *c; c++) {
-		size_t size;
-
-		switch (*c) {
-		case 'R':
-			return data < end ? *data : -1;
-		case 'P':
-			size = data < end ? eh_pe_size(*data) : 0;
-			if (!size || (size_t)(end - data) < 1 + size)
-				return -1;
-			data += 1 + size;
-			break;
-		case 'L':
-			if (data == end)
-				return -1;
-			data++;
-			break;
-		case 'S': case 'B':
-			break;
-		default:
-			return -1;
-		}
-	}
-	return DW_EH_PE_absptr;
-}
-
-struct fde_range {
-	uint64_t start, end;
-};
-
-static int range_cmp(const void *a, const void *b)
-{
-	const struct fde_range *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-struct cie_encoding {
-	Dwarf_Off offset;
-	int encoding;
-};
-
-/*
- * By binary search: the CIEs are appended as the walk meets them, and the
- * walk's offsets only grow (each entry's next is past its own length), so
- * the array is sorted.  A linear search made a file of a million CIEs and
- * FDEs 1e12 steps.
- */
-static int cie_encoding_of(const struct cie_encoding *cies, size_t ncies, Dwarf_Off offset)
-{
-	size_t lo = 0, hi = ncies;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (cies[mid].offset == offset)
-			return cies[mid].encoding;
-		if (cies[mid].offset < offset)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
-
-/*
- * The [start, end) of @fde, its pointers in the CIE's encoding @enc (-1:
- * unknown); false for an encoding not read here or an empty FDE (a discarded
- * function names nothing).
- */
-static bool fde_range_of(const Dwarf_FDE *fde, int enc, uint64_t eh_vaddr, const Elf_Data *data,
-			 struct fde_range *out)
-{
-	size_t size = enc < 0 ? 0 : eh_pe_size((uint8_t)enc);
-	const uint8_t *field = fde->start;
-	uint64_t at, start, range;
-
-	if (!size || (enc & 0x70) > DW_EH_PE_pcrel || field + 2 * size > fde->end)
-		return false;
-	at = eh_vaddr + (uint64_t)(field - (const uint8_t *)data->d_buf);
-	start = (uint64_t)eh_pe_value(field, (uint8_t)enc) + ((enc & 0x70) == DW_EH_PE_pcrel ? at : 0);
-	range = (uint64_t)eh_pe_value(field + size, (uint8_t)(enc & 0x07));
-	*out = (struct fde_range){ start, start + range };
-	return range != 0;
-}
-
-/*
- * Every FDE's [start, end) from .eh_frame, sorted: the walk every static
- * binary needs.  Each entry costs @work one step; -E2BIG past CFI_MAX_FILE_WORK.
- */
-static int fde_ranges_scan(Elf *elf, struct fde_range **out, size_t *nout, size_t *work)
-{
-	GElf_Shdr shdr;
-	Elf_Scn *scn = section_named(elf, ".eh_frame", &shdr);
-	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
-	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
-	struct cie_encoding *cies = NULL;
-	struct fde_range *ranges = NULL, range;
-	size_t ncies = 0, cies_cap = 0, nranges = 0, cap = 0;
-	Dwarf_Off off = 0, next;
-	Dwarf_CFI_Entry entry;
-	int err = 0;
-
-	if (!data || !ident)
-		return -ENOENT;
-	while (!err && dwarf_next_cfi(ident, data, true, off, &next, &entry) == 0) {
-		if (++*work > CFI_MAX_FILE_WORK || next <= off) {
-			err = next <= off ? -EINVAL : -E2BIG;	/* (libdw never goes back: checked) */
-		} else if (dwarf_cfi_cie_p(&entry)) {
-			err = array_reserve((void **)&cies, &cies_cap, ncies, sizeof(*cies), 16);
-			if (!err)
-				cies[ncies++] = (struct cie_encoding){ off, cie_fde_encoding(&entry.cie) };
-		} else if (fde_range_of(&entry.fde, cie_encoding_of(cies, ncies, entry.fde.CIE_pointer),
-					 shdr.sh_addr, data, &range)) {
-			err = array_reserve((void **)&ranges, &cap, nranges, sizeof(*ranges), 256);
-			if (!err)
-				ranges[nranges++] = range;
-		}
-		off = next;
-	}
-	free(cies);
-	if (!err && !nranges)
-		err = -ENOENT;
-	if (err) {
-		free(ranges);
-		return err;
-	}
-	qsort(ranges, nranges, sizeof(*ranges), range_cmp);
-	*out = ranges;
-	*nout = nranges;
-	return 0;
-}
-
-static int fde_starts_scan(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts, size_t *work)
-{
-	struct fde_range *ranges;
-	size_t n;
-	int err = fde_ranges_scan(elf, &ranges, &n, work);
-
-	if (err)
-		return err;
-	*starts = malloc(n * sizeof(**starts));
-	*ends = malloc(n * sizeof(**ends));
+	*starts = malloc(ix->nfdes * sizeof(**starts));
+	*ends = malloc(ix->nfdes * sizeof(**ends));
 	if (!*starts || !*ends) {
 		free(*starts);
 		free(*ends);
-		free(ranges);
 		*starts = *ends = NULL;
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++) {
-		(*starts)[i] = ranges[i].start;
-		(*ends)[i] = ranges[i].end;
+	for (size_t i = 0; i < ix->nfdes; i++) {
+		(*starts)[i] = ix->fdes[i].start;
+		(*ends)[i] = ix->fdes[i].end;
 	}
-	*nstarts = n;
-	free(ranges);
+	*nstarts = ix->nfdes;
 	return 0;
-}
-
-static int fde_starts(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts, size_t *work)
-{
-	int err = fde_starts_from_hdr(elf, starts, ends, nstarts);
-
-	return err == -ENOENT ? fde_starts_scan(elf, starts, ends, nstarts, work) : err;
 }
 
 int cfi_fde_starts(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts)
 {
+	struct cfa_index ix;
 	size_t work = 0;
+	int err = fde_starts_from_hdr(elf, starts, ends, nstarts);
 
-	return fde_starts(elf, starts, ends, nstarts, &work);
+	if (err != -ENOENT)
+		return err;
+	err = cfa_index_build(elf, &ix, &work, CFI_MAX_FILE_WORK);
+	if (err)
+		return err;
+	err = fde_starts_of_index(&ix, starts, ends, nstarts);
+	cfa_index_free(&ix);
+	return err;
 }
 
 /* From .eh_frame_hdr's search table (sorted already): what every dynamic binary has. */
@@ -630,33 +312,34 @@ static bool rows_keep_fp(Elf *elf, const struct cfi_table *t)
 
 int cfi_table_build(Elf *elf, struct cfi_table *t)
 {
+	struct cfa_index ix;
 	GElf_Shdr shdr;
 	GElf_Ehdr ehdr;
-	Dwarf_CFI *cfi;
 	uint64_t entry;
 	size_t cap = 0;
 	int err;
 
 	memset(t, 0, sizeof(*t));
-	entry = gelf_getehdr(elf, &ehdr) ? ehdr.e_entry : 0;
+	/* The rules read are x86_64's (rbp 6, rsp 7, return address 16, 8-byte pointers). */
+	if (!gelf_getehdr(elf, &ehdr) || ehdr.e_machine != EM_X86_64 || gelf_getclass(elf) != ELFCLASS64)
+		return -ENOENT;
+	entry = ehdr.e_entry;
 	if (!section_named(elf, ".eh_frame", &shdr))
 		return -ENOENT;
 	t->eh_frame_bytes = shdr.sh_size;
-	err = fde_starts(elf, &t->fde_starts, &t->fde_ends, &t->nfdes, &t->work);
+	err = cfa_index_build(elf, &ix, &t->work, CFI_MAX_FILE_WORK);
 	if (err)
 		return err;
-	cfi = dwarf_getcfi_elf(elf);
-	if (!cfi) {
-		cfi_table_free(t);
-		return -ENOENT;
-	}
+	err = fde_starts_from_hdr(elf, &t->fde_starts, &t->fde_ends, &t->nfdes);
+	if (err == -ENOENT)
+		err = fde_starts_of_index(&ix, &t->fde_starts, &t->fde_ends, &t->nfdes);
 	for (size_t i = 0; i < t->nfdes && !err; i++) {
 		uint64_t start = t->fde_starts[i], limit = i + 1 < t->nfdes ? t->fde_starts[i + 1] : UINT64_MAX;
 
 		if (start == entry)
-			err = rows_of_entry(cfi, start, limit, t, &cap);
+			err = rows_of_entry(&ix, start, limit, t, &cap);
 		else
-			err = rows_of_function(cfi, start, limit, t, &cap);
+			err = rows_of_function(&ix, start, limit, t, &cap);
 		/* An entry point without CFI (ld.so's _start): outermost up to the next function. */
 		if (!err && entry > start && entry < limit && t->nrows &&
 		    t->rows[t->nrows - 1].cfa_rule == UNWIND_CFA_NONE && t->rows[t->nrows - 1].pc <= entry) {
@@ -665,7 +348,7 @@ int cfi_table_build(Elf *elf, struct cfi_table *t)
 			err = row_push(t, &cap, entry, &outermost);
 		}
 	}
-	dwarf_cfi_end(cfi);
+	cfa_index_free(&ix);
 	if (err)
 		cfi_table_free(t);
 	else

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * One ELF file's .eh_frame turned into the compact rows the BPF walk
- * searches (bpf/include/unwind_tables.h), read with libdw's CFI interpreter.
+ * searches (bpf/include/unwind_tables.h): x86_64 files only.
  */
 #ifndef UNWIND_CFI_H
 #define UNWIND_CFI_H
@@ -40,21 +40,20 @@ struct cfi_table {
 size_t cfi_table_bytes(const struct cfi_table *t);
 
 /*
- * The rows read from one function at most.  libdw replays an FDE's program
- * from its start for every address asked, so a function of n rows costs
- * n^2/2 steps: a hostile binary's FDE of 64k rows held the table builder for
- * seconds, and one of a million for hours.  Real code has far fewer (the most
- * in libLLVM-14, 110 MB: 574).  Past the bound, a gap row: the walk stops there.
+ * The rows read from one function at most.  Real code has far fewer (the
+ * most in libLLVM-14, 110 MB: 574); a hostile FDE may have millions, and each
+ * row is an entry of the shared rows map.  Past the bound, a gap row: the
+ * walk stops there.  (It also bounded libdw's replay of an FDE from its start
+ * for every row, n^2/2 steps, before cfaprog.c ran each program once.)
  */
 #define CFI_MAX_FUNCTION_ROWS 1024
 
 /*
- * The steps one file may take, past which it gets no table (-E2BIG): an
- * .eh_frame entry walked for want of .eh_frame_hdr is one, a row is one more
- * than the rows before it in its function (libdw's replay).  The largest real
- * file here, libclang-cpp.so.14 (59 MB, 83k functions, 1M rows), takes 12M
- * (570 ms); 30k functions of 1024 rows each (tests/tools/gen_ehframe.py, a
- * 117 MB file) took 1.6e10 steps and 92 s before this bound.
+ * The steps one file may take, past which it gets no table (-E2BIG): each
+ * .eh_frame entry, each CFA instruction run and each row is one.  The largest
+ * real file here, libclang-cpp.so.14 (59 MB, 83k functions, 1M rows), takes
+ * 3.3M (~120 ms); tests/tools/gen_ehframe.py's 34 FDEs of a million
+ * DW_CFA_nop each are refused at the bound.
  */
 #define CFI_MAX_FILE_WORK ((size_t)32 << 20)
 
