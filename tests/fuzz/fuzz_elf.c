@@ -7,7 +7,7 @@
  *    /usr/lib/debug: nothing there names a fuzzed id), .gnu_debugdata (xz),
  *    the entry point and the FDE starts; then lookups;
  *  - the unwinder's (cfi.c, which the symbolizer also runs for FDE starts): .eh_frame_hdr's table, or the scan of
- *    .eh_frame, and every FDE's rows through libdw's CFI;
+ *    .eh_frame, and every FDE's rows (its CFA program run by cfaprog.c);
  *  - the data-symbol reader (datasym.c, included for its static functions):
  *    the first PT_LOAD and an object covering an address.
  */

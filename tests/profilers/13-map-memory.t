@@ -12,15 +12,16 @@ require_aperture
 require_workload cpuburn
 command -v bpftool >/dev/null || skip_all "bpftool missing"
 
-# maps_of PID: "name flags max_entries bytes_memlock" of each BPF map PID holds open
+# maps_of PID: "name flags max_entries bytes_memlock" of each BPF map PID holds open (one bpftool
+# call for all: the record may end soon after)
 maps_of() {
-	local f id
-	for f in /proc/"$1"/fdinfo/*; do awk '$1 == "map_id:" { print $2 }' "$f" 2>/dev/null; done | sort -u |
-		while read -r id; do bpftool map show id "$id" -j 2>/dev/null && echo; done | /usr/bin/python3 -c '
-import json, sys
-for line in sys.stdin:
-    if line.strip():
-        m = json.loads(line)
+	local ids
+	ids=$(for f in /proc/"$1"/fdinfo/*; do awk '$1 == "map_id:" { print $2 }' "$f" 2>/dev/null; done | sort -u | tr '\n' ' ')
+	bpftool map show -j 2>/dev/null | IDS=" $ids" /usr/bin/python3 -c '
+import json, os, sys
+ids = set(os.environ["IDS"].split())
+for m in json.load(sys.stdin):
+    if str(m["id"]) in ids:
         print(m["name"], m["flags"], m["max_entries"], m.get("bytes_memlock", 0))'
 }
 
@@ -29,15 +30,15 @@ sum_of() { awk -v n="$2" -v c="$3" '$1 == n { t += $c } END { printf "%.0f\n", t
 # flags_of MAPS NAME: the distinct flags of the maps NAME, one line
 flags_of() { awk -v n="$2" '$1 == n { print $2 }' "$1" | sort -u | tr '\n' ' '; }
 
-# record_both MODE [ENV]: on-CPU and off-CPU of 100 short processes and then cpuburn (2 s, two
+# record_both MODE [ENV]: on-CPU and off-CPU of 100 short processes and then cpuburn (3 s, two
 # threads), reading the record's maps once cpuburn runs (both kinds loaded): the forks put a
 # first switch, with its user and kernel stacks, on every CPU
 record_both() {
 	local mode=$1 ap i
 	shift
 	cp "$WL/cpuburn" "$TMP/burn_$mode"
-	env "$@" "$APERTURE" record --oncpu --offcpu -F 199 -d $((5 * TEST_SCALE)) --top 0 -o "$TMP/$mode.folded" -- \
-		sh -c "for i in \$(seq 100); do /bin/true; done; exec '$TMP/burn_$mode' 2 2" \
+	env "$@" "$APERTURE" record --oncpu --offcpu -F 199 -d $((10 * TEST_SCALE)) --top 0 -o "$TMP/$mode.folded" -- \
+		sh -c "for i in \$(seq 100); do /bin/true; done; exec '$TMP/burn_$mode' 3 2" \
 		>"$TMP/$mode.out" 2>"$TMP/$mode.err" &
 	ap=$!
 	for ((i = 0; i < 100 * TEST_SCALE; i++)); do pgrep -x "burn_$mode" >/dev/null && break; sleep 0.1; done
