@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* /proc/kallsyms: read once, text symbols only, sorted for binary search. */
-#include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,16 +28,34 @@ static int text_rank(char type)
  * it without the brackets (bpf_address_lookup sets no module), so "[bpf]" is
  * always cut: `aperture dump` and the pinned iterator print the same frame.
  */
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;	/* lower case */
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
 static int parse_line(char *line, uint64_t *addr, char *type, char **name, bool keep_module)
 {
-	char *end, *p;
+	char *end = line, *p;
+	uint64_t value = 0;
+	int digit;
 
-	*addr = strtoull(line, &end, 16);
+	/* The address: 1-16 hex digits (strtoull's accepted more forms, and cost a fifth of the parse). */
+	for (; (digit = hex_digit(*end)) >= 0 && end - line < 16; end++)
+		value = value << 4 | (uint64_t)digit;
+	*addr = value;
 	if (end == line || *end != ' ' || !end[1] || end[2] != ' ')
 		return -EINVAL;
 	*type = end[1];
 	*name = end + 3;
-	for (p = *name; *p && !isspace((unsigned char)*p); p++)
+	for (p = *name; *p && !is_space(*p); p++)
 		;
 	if (keep_module && *p == '\t' && p[1] == '[' && strncmp(p + 1, "[bpf]", 5) != 0) {
 		*p = ' ';
@@ -66,24 +84,67 @@ static int add_line(struct kallsyms *ks, char *line, bool as_printk, uint32_t li
 	return symtab_add(&ks->tab, addr, 0, name, (uint32_t)rank);
 }
 
-static int load(struct kallsyms *ks, const char *path, bool as_printk)
+#define READ_CHUNK (64u << 10)	/* 16 pages: each new page costs ~10 us on these VMs */
+
+/*
+ * Every complete line of @buf[0, *len) to add_line, in place; what is left
+ * (a line cut by the read) moves to the front.  A line longer than the whole
+ * buffer is dropped up to its end (*skipping).
+ */
+static int add_lines(struct kallsyms *ks, char *buf, size_t *len, bool as_printk, uint32_t *line_no,
+		     bool *skipping)
 {
-	char *line = NULL;
-	size_t cap = 0;
-	uint32_t line_no = 0;
-	FILE *f;
+	char *line = buf, *end = buf + *len, *nl;
 	int err = 0;
 
+	while (!err && (nl = memchr(line, '\n', (size_t)(end - line)))) {
+		*nl = '\0';
+		if (!*skipping)
+			err = add_line(ks, line, as_printk, (*line_no)++);
+		*skipping = false;
+		line = nl + 1;
+	}
+	*len = (size_t)(end - line);
+	if (*len == READ_CHUNK) {	/* no newline in a whole buffer: not a kallsyms line */
+		*skipping = true;
+		*len = 0;
+	}
+	memmove(buf, line, *len);
+	return err;
+}
+
+/* 64 KiB reads parsed in place: getline's copy of each line was a quarter of our part of the load. */
+static int load(struct kallsyms *ks, const char *path, bool as_printk)
+{
+	char *buf = malloc(READ_CHUNK + 1);
+	uint32_t line_no = 0;
+	bool skipping = false;
+	size_t len = 0;
+	ssize_t n = 0;
+	int fd, err = 0;
+
 	memset(ks, 0, sizeof(*ks));
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (!err && getline(&line, &cap, f) > 0)
-		err = add_line(ks, line, as_printk, line_no++);
-	free(line);
-	fclose(f);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !buf) {
+		err = fd < 0 ? -errno : -ENOMEM;
+		goto out;
+	}
+	while (!err && (n = read(fd, buf + len, READ_CHUNK - len)) > 0) {
+		len += (size_t)n;
+		err = add_lines(ks, buf, &len, as_printk, &line_no, &skipping);
+	}
+	if (!err && n < 0)
+		err = -errno;
+	if (!err && len && !skipping) {	/* a last line without its newline */
+		buf[len] = '\0';
+		err = add_line(ks, buf, as_printk, line_no);
+	}
 	if (!err && !ks->tab.nsyms)
 		err = -ENOENT;	/* kptr_restrict: every address reads 0 */
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
 	if (err) {
 		kallsyms_free(ks);
 		return err;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Sorted address -> name tables shared by the kernel and ELF symbol readers. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "symtab.h"
@@ -57,6 +58,14 @@ static int cmp_sym(const void *a, const void *b)
 	return (x->sym.name_off > y->sym.name_off) - (x->sym.name_off < y->sym.name_off);
 }
 
+static bool sorted(const struct sym_ranked *r, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (cmp_sym(&r[i - 1], &r[i]) > 0)
+			return false;
+	return true;
+}
+
 /*
  * The ranked symbols, sorted, into plain ones in the same block: sym i
  * (16 bytes at 16i) is written after ranked i (24 bytes at 24i) was read,
@@ -97,7 +106,8 @@ void symtab_finish(struct symtab *tab)
 
 	if (!r)
 		return;	/* nothing added, or finished already */
-	qsort(r, tab->nsyms, sizeof(*r), cmp_sym);
+	if (!sorted(r, tab->nsyms))	/* /proc/kallsyms comes sorted: n - 1 comparisons, not n log n */
+		qsort(r, tab->nsyms, sizeof(*r), cmp_sym);
 	/* One symbol per address: the best ranked (sorted first). */
 	for (i = 0; i < tab->nsyms; i++) {
 		if (kept && r[kept - 1].sym.start == r[i].sym.start)
