@@ -125,7 +125,8 @@ static int cie_fde_encoding(const Dwarf_CIE *cie)
 
 /* ---- LEB128, bounded ---- */
 
-static bool read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *out)
+/* A LEB128's bits and their count (for a sign's extension): false when it runs past @end. */
+static bool read_leb(const uint8_t **p, const uint8_t *end, uint64_t *out, unsigned int *bits, uint8_t *last)
 {
 	uint64_t v = 0;
 	unsigned int shift = 0;
@@ -138,31 +139,34 @@ static bool read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *out)
 		shift += 7;
 		if (!(b & 0x80)) {
 			*out = v;
+			*bits = shift;
+			*last = b;
 			return true;
 		}
 	}
 	return false;
 }
 
+static bool read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	unsigned int bits;
+	uint8_t last;
+
+	return read_leb(p, end, out, &bits, &last);
+}
+
 static bool read_sleb(const uint8_t **p, const uint8_t *end, int64_t *out)
 {
-	uint64_t v = 0;
-	unsigned int shift = 0;
+	unsigned int bits;
+	uint64_t v;
+	uint8_t last;
 
-	while (*p < end) {
-		uint8_t b = *(*p)++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				v |= ~(uint64_t)0 << shift;
-			*out = (int64_t)v;
-			return true;
-		}
-	}
-	return false;
+	if (!read_leb(p, end, &v, &bits, &last))
+		return false;
+	if (bits < 64 && (last & 0x40))
+		v |= ~(uint64_t)0 << bits;
+	*out = (int64_t)v;
+	return true;
 }
 
 /* ---- the interpreter ---- */
