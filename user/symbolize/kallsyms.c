@@ -47,7 +47,7 @@ static int parse_line(char *line, uint64_t *addr, char *type, char **name, bool 
 	uint64_t value = 0;
 	int digit;
 
-	/* The address: 1-16 hex digits (strtoull's accepted more forms, and cost a fifth of the parse). */
+	/* The address: 1-16 hex digits, as the kernel prints them (strtoull also took signs, spaces and 0x). */
 	for (; (digit = hex_digit(*end)) >= 0 && end - line < 16; end++)
 		value = value << 4 | (uint64_t)digit;
 	*addr = value;
@@ -113,7 +113,7 @@ static int add_lines(struct kallsyms *ks, char *buf, size_t *len, bool as_printk
 	return err;
 }
 
-/* 64 KiB reads parsed in place: getline's copy of each line was a quarter of our part of the load. */
+/* 64 KiB reads parsed in place: getline alone took ~10 of our ~45 ms a load (a copy of every line). */
 static int load(struct kallsyms *ks, const char *path, bool as_printk)
 {
 	char *buf = malloc(READ_CHUNK + 1);

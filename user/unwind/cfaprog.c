@@ -196,8 +196,8 @@ static bool read_block(const uint8_t **p, const uint8_t *end, const uint8_t **bl
 }
 
 struct exec {
-	const struct cfa_cie *cie;		/* NULL while running a CIE's own instructions */
-	const struct cfa_cie *cie_info;		/* the factors and encoding, in both cases */
+	const struct cfa_cie *cie;		/* the factors and encoding */
+	bool in_cie;				/* running the CIE's own instructions: no advance, no restore */
 	uint64_t eh_vaddr;			/* .eh_frame's address, and its data: pcrel set_loc */
 	const uint8_t *eh_data;
 	struct cfa_state stack[STATE_STACK];	/* remember_state's */
@@ -209,7 +209,7 @@ enum step { STEP_RULE, STEP_ADVANCE, STEP_INVALID };
 /* DW_CFA_set_loc: a pointer in the CIE's FDE encoding (absolute or pc-relative). */
 static bool read_set_loc(const struct exec *x, const uint8_t **p, const uint8_t *end, uint64_t *loc)
 {
-	int enc = x->cie_info->fde_encoding;
+	int enc = x->cie->fde_encoding;
 	size_t size = enc < 0 ? 0 : eh_pe_size((uint8_t)enc);
 	uint64_t at;
 
@@ -232,7 +232,7 @@ static void cfa_require_offset(struct cfa_state *s)
 static enum step step_register(struct exec *x, struct cfa_state *s, uint8_t op, const uint8_t **p,
 			       const uint8_t *end)
 {
-	int64_t daf = x->cie_info->data_align, soff;
+	int64_t daf = x->cie->data_align, soff;
 	uint64_t regno, uoff;
 	const uint8_t *block;
 
@@ -302,7 +302,7 @@ static enum step step_cfa(struct exec *x, struct cfa_state *s, uint8_t op, const
 			return STEP_INVALID;
 		s->cfa = CFA_REG_OFFSET;
 		s->cfa_reg = regno;
-		s->cfa_off = (int64_t)((uint64_t)soff * (uint64_t)x->cie_info->data_align);
+		s->cfa_off = (int64_t)((uint64_t)soff * (uint64_t)x->cie->data_align);
 		return STEP_RULE;
 	case DW_CFA_def_cfa_register:
 		if (!read_uleb(p, end, &regno))
@@ -320,7 +320,7 @@ static enum step step_cfa(struct exec *x, struct cfa_state *s, uint8_t op, const
 		if (!read_sleb(p, end, &soff))
 			return STEP_INVALID;
 		cfa_require_offset(s);
-		s->cfa_off = (int64_t)((uint64_t)soff * (uint64_t)x->cie_info->data_align);
+		s->cfa_off = (int64_t)((uint64_t)soff * (uint64_t)x->cie->data_align);
 		return STEP_RULE;
 	case DW_CFA_def_cfa_expression:
 		if (!read_block(p, end, &s->cfa_expr, &s->cfa_len))
@@ -335,12 +335,12 @@ static enum step step_cfa(struct exec *x, struct cfa_state *s, uint8_t op, const
 /* DW_CFA_restore(_extended): the CIE's initial rule; not valid in the CIE's own instructions. */
 static enum step step_restore(struct exec *x, struct cfa_state *s, uint64_t regno)
 {
-	struct reg_state *r = reg_of(s, regno);
-
-	if (!x->cie)
+	if (x->in_cie)
 		return STEP_INVALID;
-	if (r)
-		*r = *reg_of((struct cfa_state *)&x->cie->initial, regno);
+	if (regno == X86_64_RBP)
+		s->rbp = x->cie->initial.rbp;
+	else if (regno == X86_64_RA)
+		s->ra = x->cie->initial.ra;
 	return STEP_RULE;
 }
 
@@ -348,18 +348,18 @@ static enum step step_restore(struct exec *x, struct cfa_state *s, uint64_t regn
 static enum step step(struct exec *x, struct cfa_state *s, const uint8_t **p, const uint8_t *end, uint64_t *loc)
 {
 	uint8_t op = *(*p)++;
-	uint64_t operand = op & 0x3f, caf = x->cie_info->code_align;
+	uint64_t operand = op & 0x3f, caf = x->cie->code_align;
 	uint16_t u16;
 	uint32_t u32;
 
 	switch (op & 0xc0) {
 	case DW_CFA_advance_loc:
 		*loc += operand * caf;
-		return x->cie ? STEP_ADVANCE : STEP_INVALID;
+		return x->in_cie ? STEP_INVALID : STEP_ADVANCE;
 	case DW_CFA_offset:
 		if (!read_uleb(p, end, &operand))
 			return STEP_INVALID;
-		reg_set(s, op & 0x3f, REG_OFFSET, (int64_t)(operand * (uint64_t)x->cie_info->data_align));
+		reg_set(s, op & 0x3f, REG_OFFSET, (int64_t)(operand * (uint64_t)x->cie->data_align));
 		return STEP_RULE;
 	case DW_CFA_restore:
 		return step_restore(x, s, op & 0x3f);
@@ -371,7 +371,7 @@ static enum step step(struct exec *x, struct cfa_state *s, const uint8_t **p, co
 	case DW_CFA_set_loc:
 		if (!read_set_loc(x, p, end, loc))
 			return STEP_INVALID;
-		return x->cie ? STEP_ADVANCE : STEP_INVALID;
+		return x->in_cie ? STEP_INVALID : STEP_ADVANCE;
 	case DW_CFA_advance_loc1:
 	case DW_CFA_advance_loc2:
 	case DW_CFA_advance_loc4:
@@ -389,7 +389,7 @@ static enum step step(struct exec *x, struct cfa_state *s, const uint8_t **p, co
 			operand = u32;
 		}
 		*loc += operand * caf;
-		return x->cie ? STEP_ADVANCE : STEP_INVALID;
+		return x->in_cie ? STEP_INVALID : STEP_ADVANCE;
 	case DW_CFA_restore_extended:
 		return read_uleb(p, end, &operand) ? step_restore(x, s, operand) : STEP_INVALID;
 	case DW_CFA_remember_state:
@@ -559,7 +559,7 @@ static void row_of_state(const struct cfa_state *s, bool signal, struct unwind_r
 /* The ABI's defaults (elfutils backends/x86_64_cfi.c): rbp and column 16 the same value; no CFA. */
 static void cie_run_initial(struct cfa_cie *cie, const Dwarf_CIE *entry, uint64_t eh_vaddr, const uint8_t *eh_data)
 {
-	struct exec x = { .cie_info = cie, .eh_vaddr = eh_vaddr, .eh_data = eh_data };
+	struct exec x = { .cie = cie, .in_cie = true, .eh_vaddr = eh_vaddr, .eh_data = eh_data };
 	const uint8_t *p = entry->initial_instructions, *end = entry->initial_instructions_end;
 	uint64_t loc = 0;
 
@@ -660,36 +660,13 @@ static int fde_add(struct cfa_index *ix, size_t *cap, const Dwarf_FDE *entry, ui
 	return 0;
 }
 
-static Elf_Data *eh_frame_of(Elf *elf, uint64_t *vaddr)
-{
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr shdr;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (name && strcmp(name, ".eh_frame") == 0) {
-			*vaddr = shdr.sh_addr;
-			return elf_getdata(scn, NULL);
-		}
-	}
-	return NULL;
-}
-
-int cfa_index_build(Elf *elf, struct cfa_index *ix, size_t *work, size_t max_work)
+int cfa_index_build(Elf *elf, Elf_Data *data, uint64_t eh_vaddr, struct cfa_index *ix, size_t *work,
+		    size_t max_work)
 {
 	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
 	size_t cies_cap = 0, fdes_cap = 0;
 	Dwarf_Off off = 0, next;
 	Dwarf_CFI_Entry entry;
-	uint64_t eh_vaddr = 0;
-	Elf_Data *data = eh_frame_of(elf, &eh_vaddr);
 	int err = 0;
 
 	memset(ix, 0, sizeof(*ix));
@@ -723,11 +700,6 @@ void cfa_index_free(struct cfa_index *ix)
 	memset(ix, 0, sizeof(*ix));
 }
 
-size_t cfa_index_bytes(const struct cfa_index *ix)
-{
-	return heap_bytes(ix->cies) + heap_bytes(ix->fdes);
-}
-
 const struct cfa_fde *cfa_fde_at(const struct cfa_index *ix, uint64_t addr)
 {
 	size_t lo = 0, hi = ix->nfdes;
@@ -753,7 +725,7 @@ int cfa_fde_rows(const struct cfa_index *ix, const struct cfa_fde *fde, const st
 		 uint64_t *stopped)
 {
 	const struct cfa_cie *cie = &ix->cies[fde->cie];
-	struct exec x = { .cie = cie, .cie_info = cie, .eh_vaddr = ix->eh_vaddr, .eh_data = ix->eh_data };
+	struct exec x = { .cie = cie, .eh_vaddr = ix->eh_vaddr, .eh_data = ix->eh_data };
 	const uint8_t *p = fde->insns;
 	struct cfa_state s = cie->initial;
 	struct unwind_row row;

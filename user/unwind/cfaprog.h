@@ -31,13 +31,13 @@ struct cfa_index {
 };
 
 /*
- * Every CIE and FDE of @elf's .eh_frame, each entry one step of *@work:
- * 0, -ENOENT (no .eh_frame or no FDE read here), -EINVAL (an entry that
- * goes back), -E2BIG (past @max_work) or -ENOMEM.  @ix is empty on error.
+ * Every CIE and FDE of @elf's .eh_frame (@data, at @eh_vaddr), each entry one
+ * step of *@work: 0, -ENOENT (no FDE read here), -EINVAL (an entry that goes
+ * back), -E2BIG (past @max_work) or -ENOMEM.  @ix is empty on error.
  */
-int cfa_index_build(Elf *elf, struct cfa_index *ix, size_t *work, size_t max_work);
+int cfa_index_build(Elf *elf, Elf_Data *data, uint64_t eh_vaddr, struct cfa_index *ix, size_t *work,
+		    size_t max_work);
 void cfa_index_free(struct cfa_index *ix);
-size_t cfa_index_bytes(const struct cfa_index *ix);
 
 /* The FDE whose range holds @addr (the last to start at or before it), or NULL. */
 const struct cfa_fde *cfa_fde_at(const struct cfa_index *ix, uint64_t addr);

@@ -183,6 +183,18 @@ static int fde_starts_of_index(const struct cfa_index *ix, uint64_t **starts, ui
 	return 0;
 }
 
+/* The FDEs of @elf's .eh_frame: -ENOENT without one. */
+static int index_of(Elf *elf, struct cfa_index *ix, size_t *work)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = section_named(elf, ".eh_frame", &shdr);
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+
+	if (!data)
+		return -ENOENT;
+	return cfa_index_build(elf, data, shdr.sh_addr, ix, work, CFI_MAX_FILE_WORK);
+}
+
 int cfi_fde_starts(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts)
 {
 	struct cfa_index ix;
@@ -191,7 +203,7 @@ int cfi_fde_starts(Elf *elf, uint64_t **starts, uint64_t **ends, size_t *nstarts
 
 	if (err != -ENOENT)
 		return err;
-	err = cfa_index_build(elf, &ix, &work, CFI_MAX_FILE_WORK);
+	err = index_of(elf, &ix, &work);
 	if (err)
 		return err;
 	err = fde_starts_of_index(&ix, starts, ends, nstarts);
@@ -313,6 +325,8 @@ static bool rows_keep_fp(Elf *elf, const struct cfi_table *t)
 int cfi_table_build(Elf *elf, struct cfi_table *t)
 {
 	struct cfa_index ix;
+	Elf_Data *data;
+	Elf_Scn *scn;
 	GElf_Shdr shdr;
 	GElf_Ehdr ehdr;
 	uint64_t entry;
@@ -324,10 +338,12 @@ int cfi_table_build(Elf *elf, struct cfi_table *t)
 	if (!gelf_getehdr(elf, &ehdr) || ehdr.e_machine != EM_X86_64 || gelf_getclass(elf) != ELFCLASS64)
 		return -ENOENT;
 	entry = ehdr.e_entry;
-	if (!section_named(elf, ".eh_frame", &shdr))
+	scn = section_named(elf, ".eh_frame", &shdr);
+	data = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!data)
 		return -ENOENT;
 	t->eh_frame_bytes = shdr.sh_size;
-	err = cfa_index_build(elf, &ix, &t->work, CFI_MAX_FILE_WORK);
+	err = cfa_index_build(elf, data, shdr.sh_addr, &ix, &t->work, CFI_MAX_FILE_WORK);
 	if (err)
 		return err;
 	err = fde_starts_from_hdr(elf, &t->fde_starts, &t->fde_ends, &t->nfdes);
