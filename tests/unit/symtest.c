@@ -5,6 +5,9 @@
  *   track PID            -> "track PID rc=N"
  *   user PID ADDR        -> "user ADDR name=.. func=.. foff=0x.. map=.. modoff=0x.."
  *   kernel ADDR          -> "kernel ADDR ..." (same fields)
+ *   kernels FILE         -> the addresses of FILE (one hex a line) named as a stack is:
+ *                           symbolizer_kernel_prefetch on all, then a "kernel" line each,
+ *                           then "asked N runs N unnamed N from_kernel K"
  *   kill PID             -> SIGKILL, then waits until it is a zombie or gone
  *   untilz PID           -> waits until its stat says Z (or it is gone), without a signal
  *   mappings             -> one "mapping ID kernel=K name=.. build_id=.. path=.." line each
@@ -14,7 +17,8 @@
  *   memory               -> "memory heap=N files=N procs=N names=N kernel=N": the
  *                           allocator's bytes in use (mallinfo2) and what the
  *                           symbolizer counts for each holder
- * Fields are tab-separated so names may hold spaces.
+ * Fields are tab-separated so names may hold spaces.  SYMTEST_KALLSYMS=1: kernel
+ * names from the /proc/kallsyms table (symbolizer_settings.kallsyms_only).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -82,6 +86,40 @@ static void print_memory(const struct symbolizer *sym)
 	       u.file_bytes, u.proc_bytes, u.name_bytes + u.mapping_bytes, u.kernel_bytes);
 }
 
+/* "kernels FILE": every address of FILE, prefetched as one stack. */
+static int kernels(struct symbolizer *sym, const char *path)
+{
+	FILE *in = fopen(path, "r");
+	uint64_t *addrs = NULL;
+	size_t n = 0, cap = 0;
+	unsigned long long v;
+	struct sym_frame f;
+	struct sym_usage u;
+
+	if (!in)
+		return -1;
+	while (fscanf(in, "%llx", &v) == 1) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			addrs = realloc(addrs, cap * sizeof(*addrs));
+			if (!addrs)
+				return -1;
+		}
+		addrs[n++] = v;
+	}
+	fclose(in);
+	symbolizer_kernel_prefetch(sym, addrs, n);
+	for (size_t i = 0; i < n; i++) {
+		symbolizer_kernel(sym, addrs[i], &f);
+		print_frame("kernel", &f);
+	}
+	symbolizer_usage(sym, &u);
+	printf("asked %" PRIu64 " runs %" PRIu64 " unnamed %" PRIu64 " from_kernel %d\n", u.kernel_asked,
+	       u.kernel_runs, u.kernel_unnamed, u.kernel_from_kernel);
+	free(addrs);
+	return 0;
+}
+
 static int need(int i, int n, int argc, const char *op)
 {
 	if (i + n < argc)
@@ -133,6 +171,11 @@ static int run_op(struct symbolizer *sym, int argc, char **argv, int i)
 		}
 		return 1;
 	}
+	if (!strcmp(op, "kernels")) {
+		if (need(i, 1, argc, op) || kernels(sym, argv[i + 1]))
+			return -1;
+		return 1;
+	}
 	if (!strcmp(op, "user")) {
 		if (need(i, 2, argc, op))
 			return -1;
@@ -147,7 +190,9 @@ static int run_op(struct symbolizer *sym, int argc, char **argv, int i)
 
 int main(int argc, char **argv)
 {
-	struct symbolizer *sym = symbolizer_new(NULL);
+	const char *kallsyms = getenv("SYMTEST_KALLSYMS");
+	struct symbolizer *sym = symbolizer_new(&(struct symbolizer_settings){
+		.kallsyms_only = kallsyms && !strcmp(kallsyms, "1") });
 	int i, used, rc = 0;
 
 	if (!sym)

@@ -26,6 +26,7 @@
 #include <bpf/libbpf.h>
 #include "cli.h"
 #include "config.h"
+#include "kernel_features.h"
 #include "numparse.h"
 #include "profiler.h"
 #include "symbolize.h"
@@ -397,6 +398,7 @@ void cli_profiler_defaults(struct profiler_opts *o)
 	for (int k = 0; profilers[k]; k++)
 		if (profilers[k]->config.defaults)
 			profilers[k]->config.defaults(profiler_config(o, profilers[k]));
+	o->symbols.kallsyms_only = feature_switched_off(FEAT_KSYM_NAMES);
 }
 
 /* The profiler option with code @c (or short letter @c), and its profiler. */

@@ -218,7 +218,8 @@ static void print_text(const struct system_facts *sf)
 	       has_cap(sf, CAP_PERFMON_BIT) ? " CAP_PERFMON" : "");
 	printf("  %-22s %s\n", "perf_event_paranoid", sf->paranoid);
 	printf("  %-22s %s (kernel addresses %s)\n", "kptr_restrict", sf->kptr_restrict,
-	       sf->kallsyms_addrs ? "visible" : "hidden: kernel frames stay hex");
+	       sf->kallsyms_addrs ? "visible" : feature_has(FEAT_KSYM_NAMES) ? "hidden: kernel frames named by the kernel"
+								       : "hidden: kernel frames stay hex");
 	printf("\nKernel features (probed)\n");
 	for (int f = 0; f < FEAT_MAX; f++) {
 		const struct feature_result *r = feature_get(f);

@@ -18,9 +18,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "kernel_features.h"
+#include "kernel_names.h"
 #include "procmaps.h"
 #include "safe_open.h"
 #include "aperture.h"
+#include "bpf_quiet.h"
 #include "iter.skel.h"
 #include "probe.skel.h"
 #include "util.h"
@@ -51,6 +53,7 @@ static int probe_bpffs(const char **step);
 static int probe_tracefs(const char **step);
 static int probe_fentry(const char **step);
 static int probe_openat2(const char **step);
+static int probe_ksym_names(const char **step);
 
 static const struct feature_desc descs[FEAT_MAX] = {
 	[FEAT_BTF] = { "btf", "kernel BTF (/sys/kernel/btf/vmlinux)", NULL, probe_btf },
@@ -91,6 +94,8 @@ static const struct feature_desc descs[FEAT_MAX] = {
 			   "that refuses every symlink)", NULL, probe_openat2 },
 	[FEAT_HASH_ALLOC] = { "hash_alloc", "hash maps that allocate at insert, in perf_event programs (6.1+; "
 			      "else the stacks and counts maps are preallocated whole at start)", "probe_hash_alloc" },
+	[FEAT_KSYM_NAMES] = { "ksym_names", "kernel frames named by the kernel (%pS in a BPF program run by "
+			      "BPF_PROG_TEST_RUN, 5.13+; else /proc/kallsyms is read whole)", NULL, probe_ksym_names },
 };
 
 const char *feature_name(enum feature f)
@@ -103,30 +108,13 @@ const char *feature_what(enum feature f)
 	return f < FEAT_MAX ? descs[f].what : "?";
 }
 
-static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	return 0;
-}
-
-/* A probe's refusal is an answer, not an error: libbpf stays quiet unless -vv. */
-static libbpf_print_fn_t quiet_libbpf(void)
-{
-	return log_verbose > 1 ? NULL : libbpf_set_print(quiet_print);
-}
-
-static void restore_libbpf(libbpf_print_fn_t old)
-{
-	if (log_verbose <= 1)
-		libbpf_set_print(old);
-}
-
 /*
  * Opens bpf/probe.bpf.c with only the programs in @progs (NULL-terminated)
  * enabled and loads it.  *@step says what failed.
  */
 static struct probe_bpf *probe_load(const char *const *progs, const char **step)
 {
-	libbpf_print_fn_t old = quiet_libbpf();
+	libbpf_print_fn_t old = bpf_quiet_begin();
 	struct bpf_program *prog;
 	struct probe_bpf *skel;
 	bool task_storage = false, hash_alloc = false;
@@ -159,7 +147,7 @@ static struct probe_bpf *probe_load(const char *const *progs, const char **step)
 		skel = NULL;
 	}
 out:
-	restore_libbpf(old);
+	bpf_quiet_end(old);
 	errno = err;
 	return skel;
 }
@@ -288,7 +276,7 @@ static int probe_iter_task(const char **step)
  */
 static int probe_iter_map_elem(const char **step)
 {
-	libbpf_print_fn_t old = quiet_libbpf();
+	libbpf_print_fn_t old = bpf_quiet_begin();
 	struct bpf_program *prog, *folded = NULL;
 	struct iter_bpf *skel;
 	int err = 0, map_fd = -1;
@@ -318,7 +306,7 @@ out:
 	if (map_fd >= 0)
 		close(map_fd);
 	iter_bpf__destroy(skel);
-	restore_libbpf(old);
+	bpf_quiet_end(old);
 	return err;
 }
 
@@ -468,6 +456,11 @@ static int probe_openat2(const char **step)
 	return target_open_has_openat2() ? 0 : ENOSYS;
 }
 
+static int probe_ksym_names(const char **step)
+{
+	return kernel_names_probe(step);
+}
+
 /* APERTURE_DISABLE_FEATURES=a,b (for tests): these count as missing. */
 static bool disabled_by_env(enum feature f)
 {
@@ -479,6 +472,11 @@ static bool disabled_by_env(enum feature f)
 			return true;
 	}
 	return false;
+}
+
+bool feature_switched_off(enum feature f)
+{
+	return disabled_by_env(f);
 }
 
 static void set_result(enum feature f, int err, const char *step)

@@ -39,6 +39,7 @@ enum feature {
 	FEAT_TP_SCHED_FORK,	/* tp_btf/sched_process_fork: children of targets followed */
 	FEAT_OPENAT2,		/* openat2 RESOLVE_IN_ROOT: a process's files opened inside its root (5.6+) */
 	FEAT_HASH_ALLOC,	/* hash maps without preallocation in perf_event programs (6.1+) */
+	FEAT_KSYM_NAMES,	/* kernel frames named by the kernel (%pS in a test-run program, 5.13+) */
 	FEAT_MAX,
 };
 
@@ -58,6 +59,8 @@ const char *feature_name(enum feature f);
 const char *feature_what(enum feature f);
 /* Probes @f the first time it is asked; true when the kernel has it. */
 bool feature_has(enum feature f);
+/* Whether APERTURE_DISABLE_FEATURES names @f (for what is tried at first use, not probed ahead). */
+bool feature_switched_off(enum feature f);
 const struct feature_result *feature_get(enum feature f);
 /* Probes every feature in @mask (FEAT_BIT()s), the common case in one load. */
 void features_probe(uint64_t mask);

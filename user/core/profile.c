@@ -201,6 +201,17 @@ static bool sample_name_object(struct profile *p, struct profile_sample *s, cons
 	return false;
 }
 
+/* The stack's kernel addresses, as sample_symbolize() will look them up, named in one go. */
+static void kernel_prefetch(struct profile *p, const uint64_t *kernel_ips, uint32_t n)
+{
+	uint64_t addrs[APERTURE_MAX_DEPTH];
+
+	n = n < APERTURE_MAX_DEPTH ? n : APERTURE_MAX_DEPTH;
+	for (uint32_t i = 0; i < n; i++)
+		addrs[i] = lookup_addr(kernel_ips[i], i);
+	symbolizer_kernel_prefetch(p->sym, addrs, n);
+}
+
 /*
  * Frames, leaf first: the object's name (when the kind names objects), the
  * kernel frames, then the user frames.  The object frame counts in nkernel
@@ -225,6 +236,7 @@ static int sample_symbolize(struct profile *p, struct profile_sample *s,
 	first_kernel = k;	/* after the object's slot: the namer reads the kernel frames */
 	if (kernel_lost)
 		frame_lost(&s->frames[k++], true);
+	kernel_prefetch(p, kernel_ips, kernel_lost ? 0 : s->nkernel);
 	for (uint32_t i = 0; i < s->nkernel && !kernel_lost; i++) {
 		struct profile_frame *f = &s->frames[k];
 

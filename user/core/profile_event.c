@@ -9,9 +9,15 @@ int raw_frames_add(struct raw_frames *f, struct profiler *p, uint32_t tgid, uint
 	int at = f->used, room = (int)(sizeof(f->ips) / sizeof(f->ips[0])) - at;
 	int n = profiler_stack(p, stack_id, f->ips + at, room < APERTURE_MAX_DEPTH ? room : APERTURE_MAX_DEPTH);
 
+	uint64_t addrs[APERTURE_MAX_DEPTH];
+
+	/* Callers' frames are return addresses: name the call, as the profiles do. */
+	for (int i = 0; i < n; i++)
+		addrs[i] = i == 0 || !f->ips[at + i] ? f->ips[at + i] : f->ips[at + i] - 1;
+	if (kernel && f->sym && n > 0)
+		symbolizer_kernel_prefetch(f->sym, addrs, (size_t)n);
 	for (int i = 0; i < n; i++) {
-		/* Callers' frames are return addresses: name the call, as the profiles do. */
-		uint64_t addr = i == 0 || !f->ips[at + i] ? f->ips[at + i] : f->ips[at + i] - 1;
+		uint64_t addr = addrs[i];
 		struct sym_frame frame;
 
 		f->names[at + i] = NULL;

@@ -66,91 +66,133 @@ static int parse_line(char *line, uint64_t *addr, char *type, char **name, bool 
 	return **name ? 0 : -EINVAL;
 }
 
-static int add_line(struct kallsyms *ks, char *line, bool as_printk, uint32_t line_no)
+struct loading {
+	struct kallsyms *ks;
+	bool as_printk;
+	uint32_t line_no;
+};
+
+static int add_line(char *line, void *ctx)
 {
+	struct loading *l = ctx;
+	uint32_t line_no = l->line_no++;
 	uint64_t addr;
 	char type, *name;
 	int rank;
 
-	if (parse_line(line, &addr, &type, &name, as_printk))
+	if (parse_line(line, &addr, &type, &name, l->as_printk))
 		return 0;
 	rank = text_rank(type);
 	if (rank < 0 || !addr)
 		return 0;
-	if (as_printk)
+	if (l->as_printk)
 		rank = (int)line_no;	/* the kernel names an address by its first alias */
-	if (!ks->text_start || addr < ks->text_start)
-		ks->text_start = addr;
-	return symtab_add(&ks->tab, addr, 0, name, (uint32_t)rank);
+	if (!l->ks->text_start || addr < l->ks->text_start)
+		l->ks->text_start = addr;
+	return symtab_add(&l->ks->tab, addr, 0, name, (uint32_t)rank);
 }
 
 #define READ_CHUNK (64u << 10)	/* 16 pages: each new page costs ~10 us on these VMs */
 
+typedef int (*line_fn)(char *line, void *ctx);	/* < 0: error, > 0: stop, 0: go on */
+
 /*
- * Every complete line of @buf[0, *len) to add_line, in place; what is left
- * (a line cut by the read) moves to the front.  A line longer than the whole
- * buffer is dropped up to its end (*skipping).
+ * Every complete line of @buf[0, *len) to @fn, in place; what is left (a line
+ * cut by the read) moves to the front.  A line longer than the whole buffer is
+ * dropped up to its end (*skipping).
  */
-static int add_lines(struct kallsyms *ks, char *buf, size_t *len, bool as_printk, uint32_t *line_no,
-		     bool *skipping)
+static int each_line(char *buf, size_t *len, bool *skipping, line_fn fn, void *ctx)
 {
 	char *line = buf, *end = buf + *len, *nl;
-	int err = 0;
+	int ret = 0;
 
-	while (!err && (nl = memchr(line, '\n', (size_t)(end - line)))) {
+	while (!ret && (nl = memchr(line, '\n', (size_t)(end - line)))) {
 		*nl = '\0';
 		if (!*skipping)
-			err = add_line(ks, line, as_printk, (*line_no)++);
+			ret = fn(line, ctx);
 		*skipping = false;
 		line = nl + 1;
 	}
+	if (ret)
+		return ret;	/* stopped: what is left is not read */
 	*len = (size_t)(end - line);
 	if (*len == READ_CHUNK) {	/* no newline in a whole buffer: not a kallsyms line */
 		*skipping = true;
 		*len = 0;
 	}
 	memmove(buf, line, *len);
-	return err;
+	return ret;
 }
 
-/* 64 KiB reads parsed in place: getline alone took ~10 of our ~45 ms a load (a copy of every line). */
-static int load(struct kallsyms *ks, const char *path, bool as_printk)
+/*
+ * @path read in 64 KiB pieces, each line to @fn in place (getline alone took
+ * ~10 of our ~45 ms a load: a copy of every line), until @fn stops it.
+ * 0, > 0 when @fn stopped, or -errno.
+ */
+static int read_lines(const char *path, line_fn fn, void *ctx)
 {
 	char *buf = malloc(READ_CHUNK + 1);
-	uint32_t line_no = 0;
 	bool skipping = false;
 	size_t len = 0;
 	ssize_t n = 0;
-	int fd, err = 0;
+	int fd, ret = 0;
 
-	memset(ks, 0, sizeof(*ks));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || !buf) {
-		err = fd < 0 ? -errno : -ENOMEM;
+		ret = fd < 0 ? -errno : -ENOMEM;
 		goto out;
 	}
-	while (!err && (n = read(fd, buf + len, READ_CHUNK - len)) > 0) {
+	while (!ret && (n = read(fd, buf + len, READ_CHUNK - len)) > 0) {
 		len += (size_t)n;
-		err = add_lines(ks, buf, &len, as_printk, &line_no, &skipping);
+		ret = each_line(buf, &len, &skipping, fn, ctx);
 	}
-	if (!err && n < 0)
-		err = -errno;
-	if (!err && len && !skipping) {	/* a last line without its newline */
+	if (!ret && n < 0)
+		ret = -errno;
+	if (!ret && len && !skipping) {	/* a last line without its newline */
 		buf[len] = '\0';
-		err = add_line(ks, buf, as_printk, line_no);
+		ret = fn(buf, ctx);
 	}
-	if (!err && !ks->tab.nsyms)
-		err = -ENOENT;	/* kptr_restrict: every address reads 0 */
 out:
 	if (fd >= 0)
 		close(fd);
 	free(buf);
+	return ret;
+}
+
+static int load(struct kallsyms *ks, const char *path, bool as_printk)
+{
+	struct loading l = { .ks = ks, .as_printk = as_printk };
+	int err;
+
+	memset(ks, 0, sizeof(*ks));
+	err = read_lines(path, add_line, &l);
+	if (!err && !ks->tab.nsyms)
+		err = -ENOENT;	/* kptr_restrict: every address reads 0 */
 	if (err) {
 		kallsyms_free(ks);
 		return err;
 	}
 	symtab_finish(&ks->tab);
 	return 0;
+}
+
+/* Stops at the first text symbol with an address: the kernel's lowest (kallsyms is sorted, modules last). */
+static int first_text(char *line, void *ctx)
+{
+	uint64_t addr, *start = ctx;
+	char type, *name;
+
+	if (parse_line(line, &addr, &type, &name, false) || text_rank(type) < 0 || !addr)
+		return 0;
+	*start = addr;
+	return 1;
+}
+
+uint64_t kallsyms_text_start(const char *path)
+{
+	uint64_t start = 0;
+
+	return read_lines(path, first_text, &start) > 0 ? start : 0;
 }
 
 int kallsyms_load(struct kallsyms *ks, const char *path)

@@ -21,6 +21,12 @@ int kallsyms_load(struct kallsyms *ks, const char *path);
  */
 int kallsyms_load_printk(struct kallsyms *ks, const char *path);
 void kallsyms_free(struct kallsyms *ks);
+/*
+ * The kernel's lowest text address from the head of @path (its first text
+ * symbol: the file is sorted, modules and BPF programs after the kernel's own
+ * text), reading no further; 0 when addresses are hidden or none is found.
+ */
+uint64_t kallsyms_text_start(const char *path);
 
 /* Hex GNU build id from a notes file (/sys/kernel/notes) into @hex; "" when none. */
 void kernel_build_id(const char *notes_path, char *hex, size_t hexlen);

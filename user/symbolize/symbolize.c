@@ -40,6 +40,7 @@
 #include <libiberty/demangle.h>
 #include "elfsyms.h"
 #include "kallsyms.h"
+#include "kernel_names.h"
 #include "procmaps.h"
 #include "safe_open.h"
 #include "strintern.h"
@@ -128,8 +129,8 @@ struct symbolizer {
 	uint64_t xz_refused;		/* minidebuginfo over the decoder's memory limit */
 	uint64_t files_refused, perf_maps_refused;
 	struct strintern names;
-	struct kallsyms ksyms;
-	bool kernel_tried, ksyms_ok;
+	struct kernel_names *knames;	/* NULL until the first kernel frame (or out of memory) */
+	bool kernel_tried, kallsyms_only;
 	struct sym_mapping *kernel_map;
 	struct pyframes *py;		/* CPython code objects' names */
 	uint64_t young_until_ns;	/* the last announced process's first second ends (CLOCK_MONOTONIC) */
@@ -141,6 +142,7 @@ void symbolizer_apply(struct symbolizer *sym, const struct symbolizer_settings *
 {
 	sym->cache_limit = settings && settings->cache_limit ? settings->cache_limit : CACHE_LIMIT_DEFAULT;
 	sym->demangle = !settings || !settings->no_demangle;
+	sym->kallsyms_only = settings && settings->kallsyms_only;
 }
 
 struct symbolizer *symbolizer_new(const struct symbolizer_settings *settings)
@@ -273,21 +275,30 @@ static void kernel_init(struct symbolizer *sym)
 {
 	struct sym_mapping tmpl = { .path = KERNEL_PATH, .kernel = true, .end = UINT64_MAX };
 	char build_id[ELFSYMS_BUILD_ID_HEX];
-	int err;
+	uint64_t start;
 
 	sym->kernel_tried = true;
-	err = kallsyms_load(&sym->ksyms, "/proc/kallsyms");
-	if (err)
-		log_warn("kernel symbols unavailable (/proc/kallsyms: %s)", strerror(-err));
-	sym->ksyms_ok = !err;
+	sym->knames = kernel_names_new(sym->kallsyms_only);
 	kernel_build_id("/sys/kernel/notes", build_id, sizeof(build_id));
 	tmpl.build_id = build_id;
-	tmpl.start = sym->ksyms_ok ? sym->ksyms.text_start : KERNEL_MIN;
+	start = sym->knames ? kernel_names_text_start(sym->knames) : 0;
+	tmpl.start = start ? start : KERNEL_MIN;
 	sym->kernel_map = hand_out(sym, &tmpl);
+}
+
+void symbolizer_kernel_prefetch(struct symbolizer *sym, const uint64_t *addrs, size_t n)
+{
+	if (!sym->kernel_tried)
+		kernel_init(sym);
+	if (sym->knames)
+		kernel_names_prefetch(sym->knames, addrs, n);
 }
 
 void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *out)
 {
+	const char *function;
+	uint64_t offset;
+
 	frame_unknown(out, addr);
 	if (!sym->kernel_tried)
 		kernel_init(sym);
@@ -295,8 +306,10 @@ void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *
 		return;
 	out->mapping = sym->kernel_map;
 	out->module_offset = addr;
-	if (sym->ksyms_ok)
-		frame_symbol(out, &sym->ksyms.tab, addr);
+	if (sym->knames && kernel_names_find(sym->knames, addr, &function, &offset)) {
+		out->function = function;
+		out->function_offset = offset;
+	}
 	frame_name(sym, out);
 }
 
@@ -1131,8 +1144,10 @@ void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struc
 
 static size_t cache_bytes(const struct symbolizer *sym)
 {
-	return sym->file_bytes + sym->proc_bytes + sym->mapping_bytes + sym->names.bytes +
-	       symtab_bytes(&sym->ksyms.tab);
+	struct kernel_names_usage kernel;
+
+	kernel_names_usage(sym->knames, &kernel);
+	return sym->file_bytes + sym->proc_bytes + sym->mapping_bytes + sym->names.bytes + kernel.bytes;
 }
 
 /* No frame handed out is used any more: their mappings and names go (the kernel's stays). */
@@ -1155,6 +1170,7 @@ static void release_handed_out(struct symbolizer *sym)
 	}
 	strintern_free(&sym->names);
 	strintern_init(&sym->names, MAX_NAME_BYTES);
+	kernel_names_trim(sym->knames);
 }
 
 /*
@@ -1246,8 +1262,15 @@ void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out)
 		.xz_refused = sym->xz_refused,
 		.files_refused = sym->files_refused, .perf_maps_refused = sym->perf_maps_refused,
 	};
+	struct kernel_names_usage kernel;
 	struct pyframes_usage py;
 
+	kernel_names_usage(sym->knames, &kernel);
+	out->kernel_bytes = kernel.bytes;
+	out->kernel_from_kernel = kernel.from_kernel;
+	out->kernel_asked = kernel.asked;
+	out->kernel_runs = kernel.runs;
+	out->kernel_unnamed = kernel.unnamed;
 	pyframes_usage(sym->py, &py);
 	out->py_named = py.named;
 	out->py_unnamed = py.unnamed;
@@ -1255,7 +1278,6 @@ void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out)
 	out->proc_bytes = sym->proc_bytes;
 	out->mapping_bytes = sym->mapping_bytes;
 	out->name_bytes = sym->names.bytes;
-	out->kernel_bytes = symtab_bytes(&sym->ksyms.tab);
 	out->py_bytes = py.bytes;
 }
 
@@ -1298,6 +1320,6 @@ void symbolizer_free(struct symbolizer *sym)
 		free(sym->mappings[i]);
 	free(sym->mappings);
 	strintern_free(&sym->names);
-	kallsyms_free(&sym->ksyms);
+	kernel_names_free(sym->knames);
 	free(sym);
 }

@@ -44,6 +44,7 @@ struct sym_frame {
 struct symbolizer_settings {
 	size_t cache_limit;	/* bytes the caches may take, kept at each symbolizer_trim(); 0: 24 MiB */
 	bool no_demangle;	/* C++ and Rust names as in the symbol table (_ZN...) */
+	bool kallsyms_only;	/* kernel frames named from /proc/kallsyms read whole, not by the kernel */
 };
 
 /* @settings NULL: the defaults. */
@@ -93,6 +94,11 @@ void symbolizer_set_python_seen(struct symbolizer *sym,
 
 /* Fills @out for a kernel address. */
 void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *out);
+/*
+ * A stack's kernel addresses (as they will be given to symbolizer_kernel), named
+ * in one go: the kernel is asked once per 32 new ones instead of once each.
+ */
+void symbolizer_kernel_prefetch(struct symbolizer *sym, const uint64_t *addrs, size_t n);
 
 /*
  * Where no frame or mapping handed out is used any more (the interval's
@@ -110,7 +116,7 @@ struct sym_usage {
 	size_t proc_bytes;		/* processes' copies of their maps, JIT symbols */
 	size_t mapping_bytes;		/* mappings handed out since the last trim */
 	size_t name_bytes;		/* names handed out since the last trim (demangled, module+0xOFF) */
-	size_t kernel_bytes;		/* kallsyms */
+	size_t kernel_bytes;		/* the kernel's names (kernel_names.h) */
 	size_t py_bytes;		/* Python code objects' names */
 	size_t procs, procs_max;
 	size_t files, files_max;
@@ -123,6 +129,8 @@ struct sym_usage {
 	uint64_t perf_maps_refused;	/* processes whose perf map was not regular, too large or not theirs */
 	uint64_t py_named;		/* Python code objects named */
 	uint64_t py_unnamed;		/* Python frames whose code object could not be read (or had changed) */
+	bool kernel_from_kernel;	/* kernel frames named by the kernel (else the kallsyms table) */
+	uint64_t kernel_asked, kernel_runs, kernel_unnamed;	/* kernel_names_usage() */
 };
 void symbolizer_usage(const struct symbolizer *sym, struct sym_usage *out);
 

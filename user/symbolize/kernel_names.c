@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Kernel addresses to names: the kernel's %pS, remembered, else the kallsyms table (kernel_names.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "kernel_names.h"
+#include "kallsyms.h"
+#include "strintern.h"
+#include "bpf_quiet.h"
+#include "util.h"
+#include "ksym.h"
+#include "ksym.skel.h"
+
+#define KALLSYMS "/proc/kallsyms"
+/* Remembered names past this are forgotten at the next trim (a kernel has ~60k functions). */
+#define NAMES_MAX_BYTES (8u << 20)
+
+/* An address asked of the kernel; addr 0: an empty slot (no kernel address is 0). */
+struct asked {
+	uint64_t addr;
+	const char *name;	/* NULL: no symbol covers it */
+	uint64_t offset;
+};
+
+struct kernel_names {
+	struct ksym_bpf *prog;		/* NULL: the table answers */
+	struct kallsyms table;
+	bool table_ok;
+	uint64_t text_start;
+	struct asked *slots;		/* open addressing, a power of two, at most half full */
+	size_t nslots, used;
+	struct strintern strs;
+	uint64_t asked, runs, unnamed;
+};
+
+static struct ksym_bpf *prog_open(const char **step)
+{
+	libbpf_print_fn_t old = bpf_quiet_begin();
+	struct ksym_bpf *skel;
+	int err = 0;
+
+	*step = "open";
+	skel = ksym_bpf__open();
+	if (!skel) {
+		err = errno;
+		goto out;
+	}
+	*step = "load";
+	err = -ksym_bpf__load(skel);
+	if (!err && !skel->bss) {
+		*step = "mmap";
+		err = ENOTSUP;
+	}
+	if (err) {
+		ksym_bpf__destroy(skel);
+		skel = NULL;
+	}
+out:
+	bpf_quiet_end(old);
+	errno = err;
+	return skel;
+}
+
+/* Runs the program over the @n (<= KSYM_BATCH) addresses already in its ksym_addrs. */
+static int prog_run(struct ksym_bpf *skel, uint32_t n)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, run);
+
+	skel->bss->ksym_count = n;
+	if (bpf_prog_test_run_opts(bpf_program__fd(skel->progs.ksym_name), &run))
+		return -errno;
+	return run.retval == 0 ? 0 : -EIO;
+}
+
+int kernel_names_probe(const char **step)
+{
+	struct ksym_bpf *skel = prog_open(step);
+	int err;
+
+	if (!skel)
+		return errno;
+	*step = "run";
+	skel->bss->ksym_addrs[0] = 0;
+	err = -prog_run(skel, 1);
+	if (!err && skel->bss->ksym_len[0] <= 0)
+		err = EIO;	/* nothing printed */
+	ksym_bpf__destroy(skel);
+	return err;
+}
+
+struct kernel_names *kernel_names_new(bool kallsyms_only)
+{
+	struct kernel_names *kn = calloc_logged(1, sizeof(*kn));
+	const char *step = "switched off";
+	int err;
+
+	if (!kn)
+		return NULL;
+	strintern_init(&kn->strs, NAMES_MAX_BYTES);
+	kn->prog = kallsyms_only ? NULL : prog_open(&step);
+	if (kn->prog) {
+		kn->text_start = kallsyms_text_start(KALLSYMS);
+		return kn;
+	}
+	if (!kallsyms_only)
+		log_info("kernel names: from %s (the kernel's own namer: %s at %s)", KALLSYMS,
+			 strerrorname_np(errno) ?: "?", step);
+	err = kallsyms_load(&kn->table, KALLSYMS);
+	if (err)
+		log_warn("kernel symbols unavailable (%s: %s)", KALLSYMS, strerror(-err));
+	kn->table_ok = !err;
+	kn->text_start = kn->table_ok ? kn->table.text_start : 0;
+	return kn;
+}
+
+static void forget_asked(struct kernel_names *kn)
+{
+	free(kn->slots);
+	kn->slots = NULL;
+	kn->nslots = kn->used = 0;
+	strintern_free(&kn->strs);
+	strintern_init(&kn->strs, NAMES_MAX_BYTES);
+}
+
+void kernel_names_free(struct kernel_names *kn)
+{
+	if (!kn)
+		return;
+	forget_asked(kn);
+	strintern_free(&kn->strs);
+	ksym_bpf__destroy(kn->prog);
+	kallsyms_free(&kn->table);
+	free(kn);
+}
+
+uint64_t kernel_names_text_start(const struct kernel_names *kn)
+{
+	return kn->text_start;
+}
+
+static size_t slot_of(const struct kernel_names *kn, uint64_t addr)
+{
+	return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 20) & (kn->nslots - 1);
+}
+
+/* The slot of @addr: its own, or the empty one where it would go. NULL when there are none. */
+static struct asked *slot_find(const struct kernel_names *kn, uint64_t addr)
+{
+	size_t i;
+
+	if (!kn->nslots)
+		return NULL;
+	for (i = slot_of(kn, addr); kn->slots[i].addr && kn->slots[i].addr != addr; i = (i + 1) & (kn->nslots - 1))
+		;
+	return &kn->slots[i];
+}
+
+static int slots_grow(struct kernel_names *kn)
+{
+	size_t old_n = kn->nslots, n = old_n ? old_n * 2 : 1024;
+	struct asked *old = kn->slots, *slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	kn->slots = slots;
+	kn->nslots = n;
+	for (size_t i = 0; i < old_n; i++)
+		if (old[i].addr)
+			*slot_find(kn, old[i].addr) = old[i];
+	free(old);
+	return 0;
+}
+
+/*
+ * "func+0xOFF/0xSIZE", " [module]" after a module's: @text cut to the name,
+ * *@offset set.  False for anything else: %pS prints "0xADDR" where no
+ * symbol covers the address.
+ */
+static bool parse_symbol(char *text, uint64_t *offset)
+{
+	char *module = strstr(text, " ["), *slash, *plus, *end;
+
+	if (module)
+		*module = '\0';
+	slash = strrchr(text, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	plus = strrchr(text, '+');
+	if (!plus || plus == text || strncmp(plus + 1, "0x", 2) != 0)
+		return false;
+	*offset = strtoull(plus + 3, &end, 16);	/* after "+0x" */
+	if (end == plus + 3 || *end)
+		return false;
+	*plus = '\0';
+	return true;
+}
+
+/* The program's answer @i for @addr into its slot. */
+static void remember(struct kernel_names *kn, uint64_t addr, uint32_t i)
+{
+	struct ksym_bpf__bss *bss = kn->prog->bss;
+	struct asked *a;
+	uint64_t offset = 0;
+	char *text = bss->ksym_text[i];
+	int32_t len = bss->ksym_len[i];
+
+	if ((kn->used + 1) * 2 > kn->nslots && slots_grow(kn))
+		return;
+	a = slot_find(kn, addr);
+	if (a->addr)
+		return;
+	*a = (struct asked){ .addr = addr };
+	kn->used++;
+	if (len > 0 && len < KSYM_TEXT && parse_symbol(text, &offset)) {
+		a->name = strintern(&kn->strs, text);
+		a->offset = offset;
+	}
+	if (!a->name)
+		kn->unnamed++;
+}
+
+/* Asks the kernel about @addrs[0, n) not asked before, KSYM_BATCH at a time. */
+static void ask(struct kernel_names *kn, const uint64_t *addrs, size_t n)
+{
+	__u64 *batch = kn->prog->bss->ksym_addrs;
+	uint32_t count = 0;
+
+	for (size_t i = 0; i <= n; i++) {
+		const struct asked *a;
+		bool queued = false;
+
+		if (i < n) {
+			a = slot_find(kn, addrs[i]);
+			for (uint32_t j = 0; j < count && !queued; j++)
+				queued = batch[j] == addrs[i];
+			if (!addrs[i] || (a && a->addr) || queued)
+				continue;
+			batch[count++] = addrs[i];
+		}
+		if (count == KSYM_BATCH || (i == n && count)) {
+			kn->runs++;
+			kn->asked += count;
+			if (prog_run(kn->prog, count) == 0)
+				for (uint32_t j = 0; j < count; j++)
+					remember(kn, batch[j], j);
+			count = 0;
+		}
+	}
+}
+
+void kernel_names_prefetch(struct kernel_names *kn, const uint64_t *addrs, size_t n)
+{
+	if (kn->prog)
+		ask(kn, addrs, n);
+}
+
+bool kernel_names_find(struct kernel_names *kn, uint64_t addr, const char **name, uint64_t *offset)
+{
+	const struct asked *a;
+	const struct sym *s;
+
+	if (!kn->prog) {
+		s = kn->table_ok ? symtab_find(&kn->table.tab, addr) : NULL;
+		if (!s)
+			return false;
+		*name = symtab_name(&kn->table.tab, s);
+		*offset = addr - s->start;
+		return true;
+	}
+	a = slot_find(kn, addr);
+	if (!a || !a->addr) {
+		ask(kn, &addr, 1);
+		a = slot_find(kn, addr);
+	}
+	if (!a || a->addr != addr || !a->name)
+		return false;
+	*name = a->name;
+	*offset = a->offset;
+	return true;
+}
+
+void kernel_names_trim(struct kernel_names *kn)
+{
+	if (kn && kn->strs.bytes + kn->nslots * sizeof(*kn->slots) > NAMES_MAX_BYTES / 2)
+		forget_asked(kn);
+}
+
+void kernel_names_usage(const struct kernel_names *kn, struct kernel_names_usage *out)
+{
+	*out = (struct kernel_names_usage){ 0 };
+	if (!kn)
+		return;
+	out->from_kernel = kn->prog != NULL;
+	out->bytes = kn->prog ? kn->strs.bytes + kn->nslots * sizeof(*kn->slots)
+			      : kn->table.tab.cap * sizeof(*kn->table.tab.syms) + kn->table.tab.pool_cap;
+	out->asked = kn->asked;
+	out->runs = kn->runs;
+	out->unnamed = kn->unnamed;
+}
