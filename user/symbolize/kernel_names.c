@@ -63,15 +63,45 @@ out:
 	return skel;
 }
 
+/*
+ * APERTURE_TEST_KSYM_RUNS=N (tests only): the runs after the Nth are refused,
+ * as by a kernel that loads the program and then refuses to run it.
+ */
+static bool run_refused_for_test(void)
+{
+	static long allowed = -2, runs;
+
+	if (allowed == -2) {
+		const char *env = getenv("APERTURE_TEST_KSYM_RUNS");
+
+		allowed = env ? strtol(env, NULL, 10) : -1;
+	}
+	return allowed >= 0 && runs++ >= allowed;
+}
+
 /* Runs the program over the @n (<= KSYM_BATCH) addresses already in its ksym_addrs. */
 static int prog_run(struct ksym_bpf *skel, uint32_t n)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, run);
 
+	if (run_refused_for_test())
+		return -EPERM;
 	skel->bss->ksym_count = n;
 	if (bpf_prog_test_run_opts(bpf_program__fd(skel->progs.ksym_name), &run))
 		return -errno;
 	return run.retval == 0 ? 0 : -EIO;
+}
+
+/* One run naming address 0 ("0x0"): a kernel may load the program and refuse to run it.  0 or an errno. */
+static int prog_try(struct ksym_bpf *skel)
+{
+	int err;
+
+	skel->bss->ksym_addrs[0] = 0;
+	err = -prog_run(skel, 1);
+	if (!err && skel->bss->ksym_len[0] <= 0)
+		err = EIO;	/* nothing printed */
+	return err;
 }
 
 int kernel_names_probe(const char **step)
@@ -82,36 +112,48 @@ int kernel_names_probe(const char **step)
 	if (!skel)
 		return errno;
 	*step = "run";
-	skel->bss->ksym_addrs[0] = 0;
-	err = -prog_run(skel, 1);
-	if (!err && skel->bss->ksym_len[0] <= 0)
-		err = EIO;	/* nothing printed */
+	err = prog_try(skel);
 	ksym_bpf__destroy(skel);
 	return err;
 }
 
-struct kernel_names *kernel_names_new(bool kallsyms_only)
+/* The table instead of the kernel, from now on (the kernel's namer refused @err at @step). */
+static void table_load(struct kernel_names *kn, int err, const char *step)
 {
-	struct kernel_names *kn = calloc_logged(1, sizeof(*kn));
-	const char *step = "switched off";
-	int err;
-
-	if (!kn)
-		return NULL;
-	strintern_init(&kn->strs, NAMES_MAX_BYTES);
-	kn->prog = kallsyms_only ? NULL : prog_open(&step);
-	if (kn->prog) {
-		kn->text_start = kallsyms_text_start(KALLSYMS);
-		return kn;
-	}
-	if (!kallsyms_only)
+	if (err)
 		log_info("kernel names: from %s (the kernel's own namer: %s at %s)", KALLSYMS,
-			 strerrorname_np(errno) ?: "?", step);
+			 strerrorname_np(err) ?: "?", step);
+	ksym_bpf__destroy(kn->prog);
+	kn->prog = NULL;
 	err = kallsyms_load(&kn->table, KALLSYMS);
 	if (err)
 		log_warn("kernel symbols unavailable (%s: %s)", KALLSYMS, strerror(-err));
 	kn->table_ok = !err;
 	kn->text_start = kn->table_ok ? kn->table.text_start : 0;
+}
+
+struct kernel_names *kernel_names_new(bool kallsyms_only)
+{
+	struct kernel_names *kn = calloc_logged(1, sizeof(*kn));
+	const char *step = "load";
+	int err = 0;
+
+	if (!kn)
+		return NULL;
+	strintern_init(&kn->strs, NAMES_MAX_BYTES);
+	if (!kallsyms_only) {
+		kn->prog = prog_open(&step);
+		err = kn->prog ? 0 : errno;
+	}
+	if (kn->prog) {
+		step = "run";
+		err = prog_try(kn->prog);
+	}
+	if (kn->prog && !err) {
+		kn->text_start = kallsyms_text_start(KALLSYMS);
+		return kn;
+	}
+	table_load(kn, err, step);
 	return kn;
 }
 
@@ -241,11 +283,16 @@ static void ask(struct kernel_names *kn, const uint64_t *addrs, size_t n)
 			batch[count++] = addrs[i];
 		}
 		if (count == KSYM_BATCH || (i == n && count)) {
+			int err = prog_run(kn->prog, count);
+
+			if (err) {	/* never left unnamed for good: the table names the rest */
+				table_load(kn, -err, "run");
+				return;
+			}
 			kn->runs++;
 			kn->asked += count;
-			if (prog_run(kn->prog, count) == 0)
-				for (uint32_t j = 0; j < count; j++)
-					remember(kn, batch[j], j);
+			for (uint32_t j = 0; j < count; j++)
+				remember(kn, batch[j], j);
 			count = 0;
 		}
 	}
@@ -273,6 +320,8 @@ bool kernel_names_find(struct kernel_names *kn, uint64_t addr, const char **name
 	a = slot_find(kn, addr);
 	if (!a || !a->addr) {
 		ask(kn, &addr, 1);
+		if (!kn->prog)	/* the kernel's namer failed: the table now */
+			return kernel_names_find(kn, addr, name, offset);
 		a = slot_find(kn, addr);
 	}
 	if (!a || a->addr != addr || !a->name)
