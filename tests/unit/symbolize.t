@@ -124,11 +124,12 @@ rm -f "/tmp/perf-$jit_pid.map"
 
 # --- kernel: named by the kernel (%pS in bpf/ksym.bpf.c, run by BPF_PROG_TEST_RUN) where doctor
 #     says ksym_names works, and from the /proc/kallsyms table (SYMTEST_KALLSYMS=1) everywhere
-ksym_names=$("$APERTURE" doctor --json 2>/dev/null | grep -c '"ksym_names": {"ok": true}')
+ksym_names=0
+have_feature ksym_names && ksym_names=1
 ksched=$(awk '$3 == "schedule" { print "0x" $1; exit }' /proc/kallsyms)
 modes="table"
 [ "$ksym_names" = 1 ] && modes="kernel table"
-[ "$ksym_names" = 1 ] || skip "kernel names asked of the kernel" "doctor: ksym_names is not available here"
+[ "$ksym_names" = 1 ] || skip "kernel names asked of the kernel" "$(feature_why ksym_names)"
 for mode in $modes; do
 	export SYMTEST_KALLSYMS=0
 	[ "$mode" = table ] && SYMTEST_KALLSYMS=1
