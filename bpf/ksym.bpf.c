@@ -27,7 +27,7 @@ int ksym_name(void *ctx)
 	for (__u32 i = 0; i < KSYM_BATCH && i < n; i++) {
 		__u64 args[1] = { ksym_addrs[i] };
 
-		/* The length %pS wanted, without the NUL: >= KSYM_TEXT means cut. */
+		/* The length %pS wanted, its NUL included: > KSYM_TEXT means cut. */
 		ksym_len[i] = bpf_snprintf(ksym_text[i], KSYM_TEXT, "%pS", args, sizeof(args));
 	}
 	return 0;

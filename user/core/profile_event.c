@@ -8,7 +8,6 @@ int raw_frames_add(struct raw_frames *f, struct profiler *p, uint32_t tgid, uint
 {
 	int at = f->used, room = (int)(sizeof(f->ips) / sizeof(f->ips[0])) - at;
 	int n = profiler_stack(p, stack_id, f->ips + at, room < APERTURE_MAX_DEPTH ? room : APERTURE_MAX_DEPTH);
-
 	uint64_t addrs[APERTURE_MAX_DEPTH];
 
 	/* Callers' frames are return addresses: name the call, as the profiles do. */

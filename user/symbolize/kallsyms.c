@@ -121,7 +121,7 @@ static int each_line(char *buf, size_t *len, bool *skipping, line_fn fn, void *c
 		*len = 0;
 	}
 	memmove(buf, line, *len);
-	return ret;
+	return 0;
 }
 
 /*

@@ -26,8 +26,7 @@ struct asked {
 
 struct kernel_names {
 	struct ksym_bpf *prog;		/* NULL: the table answers */
-	struct kallsyms table;
-	bool table_ok;
+	struct kallsyms table;		/* empty unless the table answers (or when kallsyms hides addresses) */
 	uint64_t text_start;
 	struct asked *slots;		/* open addressing, a power of two, at most half full */
 	size_t nslots, used;
@@ -128,8 +127,7 @@ static void table_load(struct kernel_names *kn, int err, const char *step)
 	err = kallsyms_load(&kn->table, KALLSYMS);
 	if (err)
 		log_warn("kernel symbols unavailable (%s: %s)", KALLSYMS, strerror(-err));
-	kn->table_ok = !err;
-	kn->text_start = kn->table_ok ? kn->table.text_start : 0;
+	kn->text_start = kn->table.text_start;	/* 0 when it failed */
 }
 
 struct kernel_names *kernel_names_new(bool kallsyms_only)
@@ -157,6 +155,11 @@ struct kernel_names *kernel_names_new(bool kallsyms_only)
 	return kn;
 }
 
+static size_t asked_bytes(const struct kernel_names *kn)
+{
+	return kn->strs.bytes + kn->nslots * sizeof(*kn->slots);
+}
+
 static void forget_asked(struct kernel_names *kn)
 {
 	free(kn->slots);
@@ -170,7 +173,7 @@ void kernel_names_free(struct kernel_names *kn)
 {
 	if (!kn)
 		return;
-	forget_asked(kn);
+	free(kn->slots);
 	strintern_free(&kn->strs);
 	ksym_bpf__destroy(kn->prog);
 	kallsyms_free(&kn->table);
@@ -251,17 +254,48 @@ static void remember(struct kernel_names *kn, uint64_t addr, uint32_t i)
 
 	if ((kn->used + 1) * 2 > kn->nslots && slots_grow(kn))
 		return;
-	a = slot_find(kn, addr);
-	if (a->addr)
-		return;
+	a = slot_find(kn, addr);	/* empty: ask() asks each address once */
 	*a = (struct asked){ .addr = addr };
 	kn->used++;
-	if (len > 0 && len < KSYM_TEXT && parse_symbol(text, &offset)) {
+	if (len > 0 && len <= KSYM_TEXT && parse_symbol(text, &offset)) {	/* len counts the NUL */
 		a->name = strintern(&kn->strs, text);
 		a->offset = offset;
 	}
 	if (!a->name)
 		kn->unnamed++;
+}
+
+/*
+ * Names the @count addresses in the program's ksym_addrs and remembers them.
+ * False when the kernel refused the run: the table answers from now on, so
+ * that no frame is left unnamed for good.
+ */
+static bool run_batch(struct kernel_names *kn, uint32_t count)
+{
+	int err = prog_run(kn->prog, count);
+
+	if (err) {
+		table_load(kn, -err, "run");
+		return false;
+	}
+	kn->runs++;
+	kn->asked += count;
+	for (uint32_t j = 0; j < count; j++)
+		remember(kn, kn->prog->bss->ksym_addrs[j], j);
+	return true;
+}
+
+/* Whether @addr needs asking: not 0, not asked before, not already in @batch[0, count). */
+static bool to_ask(const struct kernel_names *kn, const __u64 *batch, uint32_t count, uint64_t addr)
+{
+	const struct asked *a = slot_find(kn, addr);
+
+	if (!addr || (a && a->addr))
+		return false;
+	for (uint32_t j = 0; j < count; j++)
+		if (batch[j] == addr)
+			return false;
+	return true;
 }
 
 /* Asks the kernel about @addrs[0, n) not asked before, KSYM_BATCH at a time. */
@@ -270,32 +304,18 @@ static void ask(struct kernel_names *kn, const uint64_t *addrs, size_t n)
 	__u64 *batch = kn->prog->bss->ksym_addrs;
 	uint32_t count = 0;
 
-	for (size_t i = 0; i <= n; i++) {
-		const struct asked *a;
-		bool queued = false;
-
-		if (i < n) {
-			a = slot_find(kn, addrs[i]);
-			for (uint32_t j = 0; j < count && !queued; j++)
-				queued = batch[j] == addrs[i];
-			if (!addrs[i] || (a && a->addr) || queued)
-				continue;
-			batch[count++] = addrs[i];
-		}
-		if (count == KSYM_BATCH || (i == n && count)) {
-			int err = prog_run(kn->prog, count);
-
-			if (err) {	/* never left unnamed for good: the table names the rest */
-				table_load(kn, -err, "run");
+	for (size_t i = 0; i < n; i++) {
+		if (!to_ask(kn, batch, count, addrs[i]))
+			continue;
+		batch[count++] = addrs[i];
+		if (count == KSYM_BATCH) {
+			if (!run_batch(kn, count))
 				return;
-			}
-			kn->runs++;
-			kn->asked += count;
-			for (uint32_t j = 0; j < count; j++)
-				remember(kn, batch[j], j);
 			count = 0;
 		}
 	}
+	if (count)
+		run_batch(kn, count);
 }
 
 void kernel_names_prefetch(struct kernel_names *kn, const uint64_t *addrs, size_t n)
@@ -310,7 +330,7 @@ bool kernel_names_find(struct kernel_names *kn, uint64_t addr, const char **name
 	const struct sym *s;
 
 	if (!kn->prog) {
-		s = kn->table_ok ? symtab_find(&kn->table.tab, addr) : NULL;
+		s = symtab_find(&kn->table.tab, addr);
 		if (!s)
 			return false;
 		*name = symtab_name(&kn->table.tab, s);
@@ -333,7 +353,7 @@ bool kernel_names_find(struct kernel_names *kn, uint64_t addr, const char **name
 
 void kernel_names_trim(struct kernel_names *kn)
 {
-	if (kn && kn->strs.bytes + kn->nslots * sizeof(*kn->slots) > NAMES_MAX_BYTES / 2)
+	if (kn && asked_bytes(kn) > NAMES_MAX_BYTES / 2)
 		forget_asked(kn);
 }
 
@@ -343,8 +363,7 @@ void kernel_names_usage(const struct kernel_names *kn, struct kernel_names_usage
 	if (!kn)
 		return;
 	out->from_kernel = kn->prog != NULL;
-	out->bytes = kn->prog ? kn->strs.bytes + kn->nslots * sizeof(*kn->slots)
-			      : kn->table.tab.cap * sizeof(*kn->table.tab.syms) + kn->table.tab.pool_cap;
+	out->bytes = kn->prog ? asked_bytes(kn) : symtab_bytes(&kn->table.tab);
 	out->asked = kn->asked;
 	out->runs = kn->runs;
 	out->unnamed = kn->unnamed;

@@ -330,11 +330,6 @@ static struct elf_file *file_find(struct symbolizer *sym, dev_t dev, ino_t ino)
 	return NULL;
 }
 
-static size_t symtab_bytes(const struct symtab *tab)
-{
-	return tab->cap * sizeof(*tab->syms) + tab->pool_cap;
-}
-
 static size_t file_tables_bytes(const struct elf_file *f)
 {
 	const struct elf_syms *es = &f->syms;

@@ -42,5 +42,10 @@ static inline const char *symtab_name(const struct symtab *tab, const struct sym
 	return tab->pool + s->name_off;
 }
 void symtab_free(struct symtab *tab);
+/* The heap bytes the table holds, for the memory accounting. */
+static inline size_t symtab_bytes(const struct symtab *tab)
+{
+	return tab->cap * sizeof(*tab->syms) + tab->pool_cap;
+}
 
 #endif /* SYMTAB_H */
