@@ -6,7 +6,7 @@
  *   user PID ADDR        -> "user ADDR name=.. func=.. foff=0x.. map=.. modoff=0x.."
  *   kernel ADDR          -> "kernel ADDR ..." (same fields)
  *   kernels FILE         -> the addresses of FILE (one hex a line) named as a stack is:
- *                           symbolizer_kernel_prefetch on all, then a "kernel" line each,
+ *                           symbolizer_kernel_frames on all, then a "kernel" line each,
  *                           then "asked N runs N unnamed N from_kernel K"
  *   kill PID             -> SIGKILL, then waits until it is a zombie or gone
  *   untilz PID           -> waits until its stat says Z (or it is gone), without a signal
@@ -86,14 +86,14 @@ static void print_memory(const struct symbolizer *sym)
 	       u.file_bytes, u.proc_bytes, u.name_bytes + u.mapping_bytes, u.kernel_bytes);
 }
 
-/* "kernels FILE": every address of FILE, prefetched as one stack. */
+/* "kernels FILE": every address of FILE, named as one stack. */
 static int kernels(struct symbolizer *sym, const char *path)
 {
+	struct sym_frame *frames;
 	FILE *in = fopen(path, "r");
 	uint64_t *addrs = NULL;
 	size_t n = 0, cap = 0;
 	unsigned long long v;
-	struct sym_frame f;
 	struct sym_usage u;
 
 	if (!in)
@@ -108,11 +108,15 @@ static int kernels(struct symbolizer *sym, const char *path)
 		addrs[n++] = v;
 	}
 	fclose(in);
-	symbolizer_kernel_prefetch(sym, addrs, n);
-	for (size_t i = 0; i < n; i++) {
-		symbolizer_kernel(sym, addrs[i], &f);
-		print_frame("kernel", &f);
+	frames = calloc(n ? n : 1, sizeof(*frames));
+	if (!frames) {
+		free(addrs);
+		return -1;
 	}
+	symbolizer_kernel_frames(sym, addrs, n, frames);
+	for (size_t i = 0; i < n; i++)
+		print_frame("kernel", &frames[i]);
+	free(frames);
 	symbolizer_usage(sym, &u);
 	printf("asked %" PRIu64 " runs %" PRIu64 " unnamed %" PRIu64 " from_kernel %d\n", u.kernel_asked,
 	       u.kernel_runs, u.kernel_unnamed, u.kernel_from_kernel);
@@ -166,7 +170,9 @@ static int run_op(struct symbolizer *sym, int argc, char **argv, int i)
 		else if (op[0] == 'u')
 			printf("untilz %llu rc=%d\n", v, wait_dead((pid_t)v));
 		else {
-			symbolizer_kernel(sym, v, &f);
+			uint64_t addr = v;
+
+			symbolizer_kernel_frames(sym, &addr, 1, &f);
 			print_frame("kernel", &f);
 		}
 		return 1;

@@ -133,15 +133,6 @@ void profile_free(struct profile *p)
 }
 
 /*
- * Non-leaf frames are return addresses: the call is the instruction before,
- * which may belong to another function (a noreturn call ending a function).
- */
-static uint64_t lookup_addr(uint64_t ip, uint32_t depth_index)
-{
-	return depth_index == 0 || ip == 0 ? ip : ip - 1;
-}
-
-/*
  * The kernel stack of a tracepoint program starts inside the BPF machinery
  * (bpf_prog_<tag>_<name>, bpf_trace_runN): not the traced code, so dropped.
  */
@@ -201,15 +192,25 @@ static bool sample_name_object(struct profile *p, struct profile_sample *s, cons
 	return false;
 }
 
-/* The stack's kernel addresses, as sample_symbolize() will look them up, named in one go. */
-static void kernel_prefetch(struct profile *p, const uint64_t *kernel_ips, uint32_t n)
+/*
+ * The kernel frames from frames[*k] on, less the BPF machinery at their top
+ * (is_bpf_frame); *k moves past them.
+ */
+static void kernel_frames(struct profile *p, struct profile_sample *s, const uint64_t *kernel_ips, uint32_t *k)
 {
-	uint64_t addrs[APERTURE_MAX_DEPTH];
+	uint32_t n = s->nkernel < APERTURE_MAX_DEPTH ? s->nkernel : APERTURE_MAX_DEPTH, first = *k;
+	struct sym_frame names[APERTURE_MAX_DEPTH];
+	uint64_t addrs[APERTURE_MAX_DEPTH] = { 0 };	/* gcc 12 cannot see that only n are read */
 
-	n = n < APERTURE_MAX_DEPTH ? n : APERTURE_MAX_DEPTH;
 	for (uint32_t i = 0; i < n; i++)
-		addrs[i] = lookup_addr(kernel_ips[i], i);
-	symbolizer_kernel_prefetch(p->sym, addrs, n);
+		addrs[i] = symbolizer_lookup_addr(kernel_ips[i], i);
+	symbolizer_kernel_frames(p->sym, addrs, n, names);
+	for (uint32_t i = 0; i < n; i++) {
+		if (*k == first && is_bpf_frame(names[i].name))
+			continue;
+		s->frames[*k].sym = names[i];
+		s->frames[(*k)++].kernel = true;
+	}
 }
 
 /*
@@ -223,7 +224,7 @@ static int sample_symbolize(struct profile *p, struct profile_sample *s,
 	bool user_lost = s->user_stack_id == APERTURE_STACK_LOST;
 	bool kernel_lost = s->kernel_stack_id == APERTURE_STACK_LOST;
 	bool named = p->object_name && s->object;
-	uint32_t n, k = named, first_kernel;
+	uint32_t n, k = named;	/* after the object's slot: the namer reads the kernel frames */
 
 	if (user_lost)
 		s->nuser = 1;
@@ -233,26 +234,17 @@ static int sample_symbolize(struct profile *p, struct profile_sample *s,
 	s->frames = calloc(n ? n : 1, sizeof(*s->frames));
 	if (!s->frames)
 		return -ENOMEM;
-	first_kernel = k;	/* after the object's slot: the namer reads the kernel frames */
 	if (kernel_lost)
 		frame_lost(&s->frames[k++], true);
-	kernel_prefetch(p, kernel_ips, kernel_lost ? 0 : s->nkernel);
-	for (uint32_t i = 0; i < s->nkernel && !kernel_lost; i++) {
-		struct profile_frame *f = &s->frames[k];
-
-		symbolizer_kernel(p->sym, lookup_addr(kernel_ips[i], i), &f->sym);
-		f->kernel = true;
-		if (k == first_kernel && is_bpf_frame(f->sym.name))
-			continue;	/* overwritten by the next frame */
-		k++;
-	}
+	else
+		kernel_frames(p, s, kernel_ips, &k);
 	s->nkernel = k;
 	if (named && !sample_name_object(p, s, raw))
 		k = s->nkernel;
 	if (user_lost)
 		frame_lost(&s->frames[k++], false);
 	for (uint32_t i = 0; i < s->nuser && !user_lost; i++)
-		symbolizer_user(p->sym, s->tgid, lookup_addr(user_ips[i], i), &s->frames[k++].sym);
+		symbolizer_user(p->sym, s->tgid, symbolizer_lookup_addr(user_ips[i], i), &s->frames[k++].sym);
 	return 0;
 }
 

@@ -8,28 +8,25 @@ int raw_frames_add(struct raw_frames *f, struct profiler *p, uint32_t tgid, uint
 {
 	int at = f->used, room = (int)(sizeof(f->ips) / sizeof(f->ips[0])) - at;
 	int n = profiler_stack(p, stack_id, f->ips + at, room < APERTURE_MAX_DEPTH ? room : APERTURE_MAX_DEPTH);
+	struct sym_frame names[APERTURE_MAX_DEPTH];
 	uint64_t addrs[APERTURE_MAX_DEPTH];
 
-	/* Callers' frames are return addresses: name the call, as the profiles do. */
-	for (int i = 0; i < n; i++)
-		addrs[i] = i == 0 || !f->ips[at + i] ? f->ips[at + i] : f->ips[at + i] - 1;
-	if (kernel && f->sym && n > 0)
-		symbolizer_kernel_prefetch(f->sym, addrs, (size_t)n);
 	for (int i = 0; i < n; i++) {
-		uint64_t addr = addrs[i];
-		struct sym_frame frame;
-
+		addrs[i] = symbolizer_lookup_addr(f->ips[at + i], (size_t)i);	/* named as the profiles name them */
 		f->names[at + i] = NULL;
-		if (!f->sym)
-			continue;
-		if (kernel)
-			symbolizer_kernel(f->sym, addr, &frame);
-		else
-			symbolizer_user(f->sym, tgid, addr, &frame);
-		f->names[at + i] = (char *)frame.function;
 	}
-	if (n > 0)
-		f->used += n;
+	if (n <= 0)
+		return at;
+	f->used += n;
+	if (!f->sym)
+		return at;	/* frames without names */
+	if (kernel)
+		symbolizer_kernel_frames(f->sym, addrs, (size_t)n, names);
+	for (int i = 0; i < n; i++) {
+		if (!kernel)
+			symbolizer_user(f->sym, tgid, addrs[i], &names[i]);
+		f->names[at + i] = (char *)names[i].function;
+	}
 	return at;
 }
 

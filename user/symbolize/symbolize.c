@@ -286,22 +286,12 @@ static void kernel_init(struct symbolizer *sym)
 	sym->kernel_map = hand_out(sym, &tmpl);
 }
 
-void symbolizer_kernel_prefetch(struct symbolizer *sym, const uint64_t *addrs, size_t n)
-{
-	if (!sym->kernel_tried)
-		kernel_init(sym);
-	if (sym->knames)
-		kernel_names_prefetch(sym->knames, addrs, n);
-}
-
-void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *out)
+static void kernel_frame(struct symbolizer *sym, uint64_t addr, struct sym_frame *out)
 {
 	const char *function;
 	uint64_t offset;
 
 	frame_unknown(out, addr);
-	if (!sym->kernel_tried)
-		kernel_init(sym);
 	if (!sym->kernel_map || addr < sym->kernel_map->start)
 		return;
 	out->mapping = sym->kernel_map;
@@ -311,6 +301,16 @@ void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *
 		out->function_offset = offset;
 	}
 	frame_name(sym, out);
+}
+
+void symbolizer_kernel_frames(struct symbolizer *sym, const uint64_t *addrs, size_t n, struct sym_frame *out)
+{
+	if (!sym->kernel_tried)
+		kernel_init(sym);
+	if (sym->knames)
+		kernel_names_prefetch(sym->knames, addrs, n);
+	for (size_t i = 0; i < n; i++)
+		kernel_frame(sym, addrs[i], &out[i]);
 }
 
 /* ---- files ---- */

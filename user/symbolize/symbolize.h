@@ -77,6 +77,16 @@ bool symbolizer_has_young(const struct symbolizer *sym);
 /* @name demangled (malloc'ed), or NULL: not mangled, or demangling is off in @sym (NULL: on). */
 char *symbolizer_demangle_name(const struct symbolizer *sym, const char *name);
 
+/*
+ * What to look up for the frame at @depth (0: the leaf) of a captured stack:
+ * callers' frames are return addresses, and the call is the instruction
+ * before, which may belong to another function (a noreturn call ending one).
+ */
+static inline uint64_t symbolizer_lookup_addr(uint64_t ip, size_t depth)
+{
+	return depth == 0 || ip == 0 ? ip : ip - 1;
+}
+
 /* Fills @out for a user address of @tgid (tracks @tgid first if needed). Never fails: unknown frames get "[unknown]". */
 void symbolizer_user(struct symbolizer *sym, uint32_t tgid, uint64_t addr, struct sym_frame *out);
 
@@ -92,13 +102,11 @@ void symbolizer_set_python_seen(struct symbolizer *sym,
 					   uint32_t *generation),
 				void *ctx);
 
-/* Fills @out for a kernel address. */
-void symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct sym_frame *out);
 /*
- * A stack's kernel addresses (as they will be given to symbolizer_kernel), named
- * in one go: the kernel is asked once per 32 new ones instead of once each.
+ * Fills out[i] for each kernel address addrs[i] (lookup addresses: see
+ * symbolizer_lookup_addr), asking the kernel once per 32 new ones.
  */
-void symbolizer_kernel_prefetch(struct symbolizer *sym, const uint64_t *addrs, size_t n);
+void symbolizer_kernel_frames(struct symbolizer *sym, const uint64_t *addrs, size_t n, struct sym_frame *out);
 
 /*
  * Where no frame or mapping handed out is used any more (the interval's
