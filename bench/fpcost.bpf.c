@@ -256,4 +256,61 @@ int v_walk_k_um(struct bpf_perf_event_data *ctx)
 		walk_only(ctx, false);
 	return 0;
 }
+
+/*
+ * What touching memory costs a sample, by pages (bench/python-phases.sh):
+ * TOUCH_LINES cache lines read per run, each in a page of its own
+ * (t_pages) or all within one page (t_lines), against the same program
+ * reading one line TOUCH_LINES times (t_same).  t_pages - t_lines is what
+ * the extra page walks cost; t_lines - t_same what the cache misses cost.  Every sample runs them
+ * (no target filter): only the non-idle ones, as the product's.
+ */
+#define TOUCH_LINES 32
+#define TOUCH_PAGE_LINES 64	/* 64-byte values in a 4 KiB page */
+
+struct touch_line {
+	__u64 v[8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TOUCH_LINES * TOUCH_PAGE_LINES);
+	__type(key, __u32);
+	__type(value, struct touch_line);
+} touch SEC(".maps");
+
+static __always_inline int touch_run(__u32 stride)
+{
+	__u64 sum = 0, id = bpf_get_current_pid_tgid();
+
+	if ((__u32)id == 0)
+		return 0;
+	for (__u32 i = 0; i < TOUCH_LINES; i++) {
+		__u32 idx = i * stride;
+		struct touch_line *l = bpf_map_lookup_elem(&touch, &idx);
+
+		if (l)
+			sum += l->v[0];
+	}
+	return sum == 1;
+}
+
+SEC("perf_event")
+int t_pages(struct bpf_perf_event_data *ctx)
+{
+	return touch_run(TOUCH_PAGE_LINES);
+}
+
+SEC("perf_event")
+int t_lines(struct bpf_perf_event_data *ctx)
+{
+	return touch_run(1);
+}
+
+SEC("perf_event")
+int t_same(struct bpf_perf_event_data *ctx)
+{
+	return touch_run(0);
+}
+
 char LICENSE[] SEC("license") = "GPL";

@@ -17,8 +17,13 @@
 #       stacks, function names, of the smaller of the two shares). austin
 #       1.0.1 (Debian 12) does not find 3.11's interpreter state, so P2 runs
 #       pyenv's 3.8 when present.
+#   P3. Both at once on one running program (aperture record -p and austin -p,
+#       each at the rate): each profiler's own CPU over the same D seconds, so
+#       that whatever else the machine and its host do then is charged to both
+#       alike (P2's runs follow each other, and this VM's speed for the BPF
+#       program moves by ~2.5x for seconds at a time: see the README).
 # Knobs: ROUNDS (3), D (seconds per run, 5), D_SHORT and D_LONG (4, 16: P2's cost runs), P_HZ ("99 999"),
-# PARTS ("p1 p2"), APERTURE.
+# PARTS ("p1 p2"; p3 on request), APERTURE.
 . "$(dirname "$0")/lib.sh"
 D=${D:-5}
 D_SHORT=${D_SHORT:-4}
@@ -278,7 +283,56 @@ table_p2() {
 	printf '   / %s s, a cross-check of ms per s that start-up'"'"'s noise blurs; medians of %s)\n' "$((D_LONG - D_SHORT))" "$ROUNDS"
 }
 
+# ---------------------------------------------------------------- P3
+# p3_round HZ: "aperture_ms_per_s austin_ms_per_s pyframes": both profilers on one chain.py at once, their
+# own CPU (aperture: loader plus BPF run time) over the same D seconds; n/a where one did not run.
+p3_round() {
+	local hz=$1 wl py ap au a0 b0 u0 t0 a1 b1 u1 t1
+	timeout -k 5 $((D + 40)) "$PY38" "$CHAIN" spin $((D + 20)) >/dev/null 2>&1 &
+	wl=$!
+	BGPIDS+=("$wl")
+	sleep 0.5
+	py=$(pgrep -P "$wl" | head -n1)	# python, under timeout
+	if ! start_tool p3ap "$APERTURE" record -F "$hz" -p "$py" -d $((D + 30)) --top 0 -o "$W/p3.folded"; then
+		kill_tree "$wl"; wait "$wl" 2>/dev/null; echo "n/a n/a n/a n/a"; return
+	fi
+	ap=$TOOL_PID
+	austin -i $((1000000 / hz)) -p "$py" -o "$W/p3.austin" >/dev/null 2>"$W/p3.austin.err" &
+	au=$!
+	BGPIDS+=("$au")
+	sleep 2
+	read -r a0 b0 < <(cost_ns_of "$ap"); read -r u0 _ < <(cost_ns_of "$au"); t0=${EPOCHREALTIME/./}
+	sleep "$D"
+	read -r a1 b1 < <(cost_ns_of "$ap"); read -r u1 _ < <(cost_ns_of "$au"); t1=${EPOCHREALTIME/./}
+	kill -INT "$au" 2>/dev/null
+	stop_tool
+	kill_tree "$wl"; wait "$wl" "$au" 2>/dev/null
+	awk -v a=$((a1 + b1 - a0 - b0)) -v b=$((b1 - b0)) -v u=$((u1 - u0)) -v us=$((t1 - t0)) -v f="$(py_frames "$W/p3.folded")" \
+		'BEGIN { x = a > 0 ? sprintf("%.3f", a / us) : "n/a"; y = u > 0 ? sprintf("%.3f", u / us) : "n/a"
+			print x, y, f, sprintf("%.3f", b / us) }'
+}
+
+table_p3() {
+	local hz r ap au pf bp
+	printf '\nP3. aperture record -p and austin -p on one %s chain.py at once, %s s, %s rounds\n' "${PY38:-(no pyenv 3.8)}" "$D" "$ROUNDS"
+	if [ -z "$PY38" ] || ! have austin; then printf '  n/a (needs pyenv 3.8 and austin)\n'; return; fi
+	printf '  load average at start: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+	printf '  %5s %6s %14s %9s %14s %9s %9s\n' Hz round "aperture ms/s" "its BPF" "austin ms/s" ratio pyframes
+	for hz in $P_HZ; do
+		: >"$W/p3.ratios"
+		for r in $(seq "$ROUNDS"); do
+			read -r ap au pf bp < <(p3_round "$hz")
+			printf '  %5s %6s %14s %9s %14s %9s %9s\n' "$hz" "$r" "$ap" "$bp" "$au" "$(ratio_of "$ap" "$au")" "$pf"
+			ratio_of "$ap" "$au" | grep -v n/a >>"$W/p3.ratios"
+		done
+		printf '  %5s median ratio %s\n' "$hz" "$(median <"$W/p3.ratios")"
+	done
+	printf '  (ms/s: each profiler'"'"'s own CPU per second of the window, aperture'"'"'s with its BPF run time;\n'
+	printf '   the program'"'"'s slowdown is P2'"'"'s; pyframes: aperture'"'"'s Python frames per sample)\n'
+}
+
 sysctl -qw kernel.bpf_stats_enabled=1
 mkdir -p "$BIN"
 case " $PARTS " in *" p1 "*) table_p1 ;; esac
 case " $PARTS " in *" p2 "*) table_p2 ;; esac
+case " $PARTS " in *" p3 "*) table_p3 ;; esac
