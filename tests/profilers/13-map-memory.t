@@ -6,6 +6,7 @@
 # Each CPU's allocation cache is primed before the programs attach: at creation it holds one
 # element of a stack's size, and the first program run on a CPU that stores a user and a kernel
 # stack would lose the second (it did, 1-2 a run here, before the priming).
+# And python_codes' size: a quarter for a record of named processes.
 . "$(dirname "$0")/../lib.sh"
 require_root
 require_aperture
@@ -87,4 +88,20 @@ for m in stacks counts_0 counts_1; do
 done
 # 16384 values of 1024 bytes each, per kind
 ge "prealloc: the stacks maps' memory (bytes)" "$(sum_of "$TMP/prealloc.maps" stacks 4)" $((2 * 16384 * 1024))
+
+# 3. python_codes, an LRU (filled whole when created, ~9 ms for 65536 entries here): a record of
+# named processes (the command above) takes 16384 entries, a whole-machine record 65536.
+is "a command's record: python_codes of 16384 entries" \
+	"$(awk '$1 == "python_codes" { print $3 }' "$TMP/prealloc.maps" | sort -u)" 16384
+"$APERTURE" record --oncpu -F 99 -d $((5 * TEST_SCALE)) --top 0 -o "$TMP/whole.folded" >/dev/null 2>&1 &
+ap=$!
+for ((i = 0; i < 100 * TEST_SCALE; i++)); do
+	maps_of "$ap" >"$TMP/whole.maps"
+	grep -q '^python_codes ' "$TMP/whole.maps" && break
+	sleep 0.1
+done
+kill -INT "$ap" 2>/dev/null
+wait "$ap"
+is "a whole-machine record: python_codes of 65536 entries" \
+	"$(awk '$1 == "python_codes" { print $3 }' "$TMP/whole.maps" | sort -u)" 65536
 done_testing

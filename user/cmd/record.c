@@ -26,6 +26,7 @@
 #include "record.h"
 #include "run.h"
 #include "symbolize.h"
+#include "unwinder.h"
 #include "usage.h"
 #include "util.h"
 
@@ -335,6 +336,8 @@ static int open_profilers(struct record_run *run)
 	int err = 0;
 
 	o->prof.pids = o->pids;
+	if (o->prof.npids)
+		o->prof.python_codes = PYTHON_CODES_TARGETED;
 	heap_keep_begin();	/* one profiler's load reuses the last one's pages */
 	for (int i = 0; profilers[i]; i++) {
 		struct profiler *p;

@@ -281,7 +281,8 @@ static int unwind_maps_prepare(struct profiler *p)
 
 	if (p->python) {
 		err = bpf_map__set_max_entries(slot_map(p, MAP_PYTHON_PROCS), UNWIND_PROCS_DEFAULT);
-		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_PYTHON_CODES), PYTHON_CODES_DEFAULT);
+		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_PYTHON_CODES),
+						      p->opts.python_codes ?: PYTHON_CODES_DEFAULT);
 	}
 	if (p->dwarf) {
 		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_UNWIND_ROWS),

@@ -75,6 +75,7 @@ struct profiler_opts {
 	enum unwind_mode unwind;	/* --unwind */
 	bool python_off;		/* --python off: no CPython frames in stacks */
 	uint32_t unwind_rows;		/* rows map size (0: UNWIND_ROWS_DEFAULT) */
+	uint32_t python_codes;		/* python_codes map size (0: PYTHON_CODES_DEFAULT) */
 	uint32_t kinds;			/* (1 << ops->id) of each profiler named on the command line */
 	struct symbolizer_settings symbols;	/* --symbol-cache-mb, --no-demangle: for symbolizer_new() */
 	/* Each kind's struct X_config, written to its NAME_config map. */

@@ -28,6 +28,13 @@ enum unwind_mode {
 #define UNWIND_FILES_DEFAULT 8192
 /* Code object addresses whose last code object the Python walk remembers (LRU; 32 bytes each). */
 #define PYTHON_CODES_DEFAULT 65536
+/*
+ * The same for a record of named processes: an LRU is filled whole when it is
+ * created, 65536 entries ~9 ms of every such record's start (a tenth of
+ * `record -- /bin/true`), and a few processes' hot code objects fit in a
+ * quarter of it.  A forgotten address only starts its generations again.
+ */
+#define PYTHON_CODES_TARGETED 16384
 
 /*
  * @rows_fd: the unwind_rows array (@rows_cap rows); @procs_fd: unwind_procs;
