@@ -262,8 +262,8 @@ int v_walk_k_um(struct bpf_perf_event_data *ctx)
  * TOUCH_LINES cache lines read per run, each in a page of its own
  * (t_pages) or all within one page (t_lines), against the same program
  * reading one line TOUCH_LINES times (t_same).  t_pages - t_lines is what
- * the extra page walks cost; t_lines - t_same what the cache misses cost.  Every sample runs them
- * (no target filter): only the non-idle ones, as the product's.
+ * the extra page walks cost; t_lines - t_same what the cache misses cost.
+ * Every non-idle sample runs them (no target filter).
  */
 #define TOUCH_LINES 32
 #define TOUCH_PAGE_LINES 64	/* 64-byte values in a 4 KiB page */

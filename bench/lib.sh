@@ -155,6 +155,15 @@ ratio_of() {	# ratio_of A B: A / B, or n/a
 	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.3f\n", a / b }'
 }
 
+# bench_workload_build NAME...: bench/NAME.c to $BIN/NAME, with frame pointers (cpuwork, pingpong)
+bench_workload_build() {
+	local w
+	mkdir -p "$BIN"
+	for w in "$@"; do
+		gcc -O2 -g -fno-omit-frame-pointer -pthread -Wall -o "$BIN/$w" "bench/$w.c" || return 1
+	done
+}
+
 # bench_bpf_build NAME: a bench-only BPF object and its loader, bench/NAME.bpf.c to $BIN/NAME.bpf.o
 # and bench/NAME.c to $BIN/NAME (hookcost, fpcost)
 bench_bpf_build() {

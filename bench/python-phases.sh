@@ -14,13 +14,13 @@ PY=${PY:-$(ls -d /root/.pyenv/versions/3.8*/bin/python3.8 2>/dev/null | head -n1
 [ -x "$PY" ] || { log "python-phases: no interpreter (set PY)"; exit 1; }
 mkdir -p "$BIN"
 bench_bpf_build fpcost 2>"$W/fpcost.log" || { log "python-phases: bench/fpcost.c does not build: $(head -n 3 "$W/fpcost.log")"; exit 1; }
-[ -x "$BIN/cpuwork" ] || gcc -O2 -g -fno-omit-frame-pointer -pthread -o "$BIN/cpuwork" bench/cpuwork.c || exit 1
+bench_workload_build cpuwork || exit 1
+have jq || { log "python-phases: needs jq (bpf_stats_of)"; exit 1; }
 
-# snap: "name run_time_ns run_cnt" of the four programs (by name: run it where no other aperture is loaded)
+# snap: "name run_time_ns run_cnt" of the four programs, of this record and this fpcost only
 snap() {
-	bpftool prog show 2>/dev/null | awk '/ name (oncpu_sample|t_pages|t_lines|t_same) / {
-		for (i = 1; i <= NF; i++) { if ($i == "name") n = $(i + 1); if ($i == "run_time_ns") r = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
-		print n, r, c }' | sort
+	bpf_stats_of $(prog_ids_of "$ap") $(prog_ids_of "$fp") |
+		awk '$2 ~ /^(oncpu_sample|t_pages|t_lines|t_same)$/ { print $2, $3, $4 }' | sort
 }
 
 sysctl -qw kernel.bpf_stats_enabled=1
@@ -29,8 +29,10 @@ if [ "${BUSY:-0}" = 1 ]; then "$BIN/cpuwork" $((N + 15)) 1 >/dev/null & BGPIDS+=
 wl=$!
 BGPIDS+=("$wl")
 start_tool ph "$APERTURE" record -F "$HZ" -p "$wl" -d $((N + 8)) --top 0 -o "$W/ph.folded" || exit 1
+ap=$TOOL_PID
 "$BIN/fpcost" "$BIN/fpcost.bpf.o" "$HZ" $((N + 6)) t_pages t_lines t_same &
-BGPIDS+=($!)
+fp=$!
+BGPIDS+=("$fp")
 sleep 2
 printf 'ns a run each second, %s Hz%s, load average %s\n' "$HZ" "$([ "${BUSY:-0}" = 1 ] && echo ', beside a busy thread')" "$(cut -d' ' -f1 /proc/loadavg)"
 printf '  %16s %8s %8s %8s\n' "oncpu_sample(runs)" t_pages t_lines t_same

@@ -22,14 +22,6 @@ for c in /usr/sbin/offcputime /usr/sbin/libbpf-tools/offcputime "$(command -v of
 	[ -n "$c" ] && [ -x "$c" ] && { OFFCPUTIME=$c; break; }
 done
 
-# ---------------------------------------------------------------- building
-build_workloads() {
-	mkdir -p "$BIN"
-	local w
-	for w in cpuwork pingpong; do
-		gcc -O2 -g -fno-omit-frame-pointer -pthread -Wall -o "$BIN/$w" "bench/$w.c" || return 1
-	done
-}
 
 # ---------------------------------------------------------------- profilers
 # profiler_cmd VARIANT OUTPREFIX: prints nothing, sets the array CMD.
@@ -334,7 +326,7 @@ print_goals() {
 main() {
 	local ncpu
 	ncpu=$(nproc)
-	build_workloads || { log "bench: cannot build the workloads"; exit 1; }
+	bench_workload_build cpuwork pingpong || { log "bench: cannot build the workloads"; exit 1; }
 	have jq || log "bench: jq missing: BPF costs will be n/a"
 	have bpftool || log "bench: bpftool missing: BPF costs will be n/a"
 

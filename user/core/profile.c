@@ -200,8 +200,10 @@ static void kernel_frames(struct profile *p, struct profile_sample *s, const uin
 {
 	uint32_t n = s->nkernel < APERTURE_MAX_DEPTH ? s->nkernel : APERTURE_MAX_DEPTH, first = *k;
 	struct sym_frame names[APERTURE_MAX_DEPTH];
-	uint64_t addrs[APERTURE_MAX_DEPTH] = { 0 };	/* gcc 12 cannot see that only n are read */
+	uint64_t addrs[APERTURE_MAX_DEPTH];
 
+	if (!n)
+		return;
 	for (uint32_t i = 0; i < n; i++)
 		addrs[i] = symbolizer_lookup_addr(kernel_ips[i], i);
 	symbolizer_kernel_frames(p->sym, addrs, n, names);
