@@ -50,6 +50,18 @@ ap_ok "nofp chain --unwind fp" chainfp record --unwind fp -d 30 -o "$TMP/chainfp
 ok "frame pointers alone do not find that chain (< 50%)" awk -v s="$(chain_share "$TMP/chainfp.folded" \
 	'^spin_until$' "${ROOT}chain_a;chain_b;chain_c;spin_until\$")" 'BEGIN { exit !(s < 50) }'
 ok "no unwind tables with --unwind fp" sh -c "! grep -q 'unwind tables' '$TMP/chainfp.err'"
+# 1b. The rows are stored through a mapping of the rows map; a map that refuses
+#     one (pinned by a build before this one, which did not make it mmapable)
+#     has them written by bpf(): the same stacks either way.
+ap_ok "nofp chain -v" chainv record -v -F 499 -d 30 -o "$TMP/chainv.folded" -- "$WL/nofp" chain 2
+ok "  the rows are stored through a mapping (no fallback line)" sh -c "! grep -q 'rows written by bpf()' '$TMP/chainv.err'"
+ge "  spin_until: >= 99% show main;chain_a;chain_b;chain_c" \
+	"$(chain_share "$TMP/chainv.folded" '^spin_until$' "${ROOT}chain_a;chain_b;chain_c;spin_until\$")" 99
+APERTURE_TEST_ROWS_NOT_MMAPABLE=1 ap_ok "nofp chain, rows map not mmapable" chainsys \
+	record -v -F 499 -d 30 -o "$TMP/chainsys.folded" -- "$WL/nofp" chain 2
+ok "  it says the rows are written by bpf()" grep -q 'unwind: the rows map cannot be mapped (.*): rows written by bpf()' "$TMP/chainsys.err"
+ge "  spin_until: >= 99% show main;chain_a;chain_b;chain_c" \
+	"$(chain_share "$TMP/chainsys.folded" '^spin_until$' "${ROOT}chain_a;chain_b;chain_c;spin_until\$")" 99
 
 # 2. Into a shared library through the PLT.
 ap_ok "nofp lib" lib record -F 499 -d 30 -o "$TMP/lib.folded" -- "$WL/nofp" lib 3

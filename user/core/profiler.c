@@ -274,7 +274,13 @@ static struct bpf_map *slot_map(struct profiler *p, enum map_slot slot)
 	return bpf_object__find_map_by_name(p->obj, map_slots[slot].map);
 }
 
-/* The unwinding tables: sized when DWARF unwinding is on, one entry each when off. */
+/*
+ * The unwinding tables: sized when DWARF unwinding is on, one entry each when
+ * off.  unwind_rows is mmapable (5.5+: every kernel with the DWARF walk's
+ * bpf_loop) so that the unwinder stores its rows (unwinder.c: rows_write).
+ * APERTURE_TEST_ROWS_NOT_MMAPABLE=1 (tests only) creates it as builds before
+ * did, so that the unwinder's fallback runs as on their pinned maps.
+ */
 static int unwind_maps_prepare(struct profiler *p)
 {
 	int err = 0;
@@ -287,6 +293,8 @@ static int unwind_maps_prepare(struct profiler *p)
 	if (p->dwarf) {
 		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_UNWIND_ROWS),
 						      p->opts.unwind_rows ?: UNWIND_ROWS_DEFAULT);
+		if (!getenv("APERTURE_TEST_ROWS_NOT_MMAPABLE"))
+			err = err ?: bpf_map__set_map_flags(slot_map(p, MAP_UNWIND_ROWS), BPF_F_MMAPABLE);
 		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_UNWIND_PROCS), UNWIND_PROCS_DEFAULT);
 		err = err ?: bpf_map__set_max_entries(slot_map(p, MAP_UNWIND_FILES), UNWIND_FILES_DEFAULT);
 	}
