@@ -4,10 +4,10 @@
 # left pinned.  The older pins are made by this build in their shape: stacks
 # and counts preallocated (hash_alloc switched off: builds before b38ce1b made
 # them so) and the unwind rows map not mmapable (APERTURE_TEST_ROWS_NOT_MMAPABLE:
-# builds before 794d049).  The taker writes its rows by bpf() (one -v line)
-# and the totals go on with no gap and no double count: nofp's chain (no frame
-# pointers: only the DWARF walk finds its callers) is counted at its CPU time
-# times the rate, whole, before and after the takeover.
+# builds before 794d049).  The taker writes its rows by bpf() (one -v line),
+# the totals hold every target event the programs counted across both
+# daemons, and nofp's chain (no frame pointers: only the DWARF walk finds its
+# callers) is whole before and after the takeover.
 . "$(dirname "$0")/../lib.sh"
 require_root
 require_aperture
@@ -39,10 +39,14 @@ map_flags() { bpftool -j map show pinned "$1" 2>/dev/null | grep -o '"flags":[0-
 # dump_named: the pinned on-CPU totals, user frames named by function
 dump_named() { "$APERTURE" dump --pin "$DIR" --symbolize oncpu 2>/dev/null; }
 # chain_share FOLDED: of nofp's samples in spin_until, the percent whose stack is whole
+# (libc's __libc_start_call_main is named only where libc's debug symbols are: else libc.so.6+0x...).
+# Samples walked before the process had tables (a takeover forgets them: README, "Scripting it
+# from the kernel side") are left out, as in tests/stacks/75-unwind.t.
 chain_share() {
 	awk '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); gsub(/;[^;]*_\[k\]/, "", s)
+		if (s ~ /\[before-unwind-tables\]/) next
 		if (s !~ /^nofp;/ || s !~ /;spin_until$/) next
-		tot += w; if (s ~ /^nofp;_start;__libc_start_main;__libc_start_call_main;main;chain_a;chain_b;chain_c;spin_until$/) hit += w }
+		tot += w; if (s ~ /^nofp;_start;__libc_start_main;[^;]+;main;chain_a;chain_b;chain_c;spin_until$/) hit += w }
 		END { if (tot == 0) print 0; else printf "%.2f\n", 100 * hit / tot }' "$1"
 }
 
@@ -72,19 +76,24 @@ kill -STOP "$N"
 sleep 1.5	# the daemon's drain into the totals (every second)
 n_ns=$(proc_cpu_ns "$N")
 dump_named > "$TMP/after.folded"
+events=$("$TOP/tools/aperture-ctl" -d "$DIR" status 2>/dev/null | awk '$1 == "oncpu" { sub(/,/, "", $3); print $3 }')
 kill -9 "$N"; wait "$N" 2>/dev/null
 
-# Samples are counted in the kernel, so they follow the CPU time across the
-# restart; what the takeover changes is only who writes the rows.
+# Samples are counted in the kernel, so the totals hold every target event the
+# programs saw across both daemons (their own count, oncpu's stats); what the
+# takeover changes is only who writes the rows.  Against nofp's CPU time the
+# events are a diagnostic: under qemu's TCG the perf events fire up to 14%
+# short of CPU time x rate with nothing lost (6.1 guest, one of four runs).
 want=$(awk -v ns="$n_ns" -v n0="$n0_ns" -v hz=$FREQ 'BEGIN { printf "%.0f\n", (ns - n0) / 1e9 * hz }')
 got=$(stack_weight "$TMP/after.folded" '^nofp;')
-diag "nofp: $got samples, its $((n_ns - n0_ns)) ns of CPU since the first daemon give $want"
-is_within "samples across the takeover = CPU time x $FREQ Hz (5%)" "$want" "$got" "$((want / 20 + 3))"
+diag "nofp: $got samples in the totals, $events target events counted, $((n_ns - n0_ns)) ns of CPU since the first daemon: $want at $FREQ Hz"
+is_within "the totals hold every target event across the takeover (1%)" "$events" "$got" "$((events / 100 + 2))"
 ge "before the takeover: spin_until whole in >= 99%" "$(chain_share "$TMP/before.folded")" 99
 # after less before, stack by stack: what was counted under the new daemon's rows
 awk 'NR == FNR { w = $NF; s = $0; sub(/ [0-9]+$/, "", s); old[s] = w; next }
 	{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); if (w - old[s] > 0) print s, w - old[s] }' \
 	"$TMP/before.folded" "$TMP/after.folded" > "$TMP/since.folded"
 ge "since the takeover: samples of nofp (half of 2 s of CPU at $FREQ Hz)" "$(stack_weight "$TMP/since.folded" '^nofp;')" "$FREQ"
+diag "since the takeover: $(stack_weight "$TMP/since.folded" '^nofp;\[before-unwind-tables\]') samples before its tables"
 ge "since the takeover: spin_until whole in >= 99%" "$(chain_share "$TMP/since.folded")" 99
 done_testing
