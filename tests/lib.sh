@@ -85,6 +85,32 @@ _exit_hooks=()
 at_exit() { _exit_hooks+=("$1"); }
 # unpin_at_exit DIR: `aperture run --unpin --pin DIR` at exit, whatever the test left pinned there
 unpin_at_exit() { at_exit "'$APERTURE' run --unpin --pin '$1' >/dev/null 2>&1"; }
+# pinned_daemon_start NAME DIR ARGS: `aperture run --pin DIR ARGS` in the background (stderr in
+# $TMP/NAME.err, its pid in DAEMON); waits until it profiles (a takeover applied), or fails
+pinned_daemon_start() {
+	local name=$1 dir=$2 i
+	shift 2
+	"$APERTURE" run --pin "$dir" "$@" 2>"$TMP/$name.err" &
+	DAEMON=$!
+	_bg_pids+=("$DAEMON")
+	for ((i = 0; i < 150 * TEST_SCALE; i++)); do
+		grep -qs '^aperture: profiling; pinned under' "$TMP/$name.err" && return 0
+		kill -0 "$DAEMON" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+# chain_share FOLDED LEAF_ERE CHAIN_ERE: of the weight whose leaf user frame
+# matches LEAF_ERE, the percent whose whole stack (comm first, kernel frames
+# dropped) matches CHAIN_ERE.  Samples taken before the process's tables
+# existed (marked "[before-unwind-tables]" by the BPF side) are left out.
+chain_share() {
+	LEAF="$2" CHAIN="$3" awk '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); gsub(/;[^;]*_\[k\]/, "", s)
+		if (s ~ /\[before-unwind-tables\]/) next
+		n = split(s, fr, ";"); if (fr[n] !~ ENVIRON["LEAF"]) next
+		tot += w; if (s ~ ENVIRON["CHAIN"]) hit += w }
+		END { if (tot == 0) print 0; else printf "%.2f\n", 100 * hit / tot }' "$1"
+}
 # The test's own shell only: bash runs the EXIT trap in a subshell that a signal reaches right after
 # its fork, before it resets its traps (a watchdog `( sleep 8; kill ... ) &` killed at once: 287 of
 # 300 such kills here), and that subshell would kill the test's processes and delete $TMP under it

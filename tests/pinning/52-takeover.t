@@ -16,21 +16,8 @@ DIR=/sys/fs/bpf/aperture_takeover_$$	# bpffs refuses names with dots
 CTL="$TOP/tools/aperture-ctl"
 unpin_at_exit "$DIR"
 
-# start_daemon NAME ARGS: aperture run --pin $DIR --oncpu --offcpu ARGS in the
-# background (stderr in $TMP/NAME.err); waits until it profiles (a takeover applied)
-start_daemon() {
-	local name=$1 i
-	shift
-	"$APERTURE" run --pin "$DIR" --oncpu --offcpu "$@" 2>"$TMP/$name.err" &
-	DAEMON=$!
-	_bg_pids+=("$DAEMON")
-	for ((i = 0; i < 150; i++)); do
-		grep -qs '^aperture: profiling; pinned under' "$TMP/$name.err" && return 0
-		kill -0 "$DAEMON" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
+# start_daemon NAME ARGS: aperture run --pin $DIR --oncpu --offcpu ARGS (pinned_daemon_start)
+start_daemon() { local name=$1; shift; pinned_daemon_start "$name" "$DIR" --oncpu --offcpu "$@"; }
 kill_daemon() { kill -9 "$DAEMON"; wait "$DAEMON" 2>/dev/null; }
 # held NAME SECONDS [CGROUP]: a shell that waits, then execs $TMP/NAME SECONDS (a
 # copy of cpuburn or sleeper: its pid stays, so it can be a -p target before it

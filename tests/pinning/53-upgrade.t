@@ -19,35 +19,18 @@ DIR=/sys/fs/bpf/aperture_upgrade_$$	# bpffs refuses names with dots
 unpin_at_exit "$DIR"
 FREQ=499	# as tests/pinning/50-pinned.t: a count that follows the CPU time within 1-2%
 
-# start_daemon NAME ARGS: aperture run -v --pin $DIR -F $FREQ --oncpu ARGS in the
-# background (stderr in $TMP/NAME.err); waits until it profiles (a takeover applied)
-start_daemon() {
-	local name=$1 i
-	shift
-	"$APERTURE" run -v --pin "$DIR" -F $FREQ --oncpu "$@" 2>"$TMP/$name.err" &
-	DAEMON=$!
-	_bg_pids+=("$DAEMON")
-	for ((i = 0; i < 150 * TEST_SCALE; i++)); do
-		grep -qs '^aperture: profiling; pinned under' "$TMP/$name.err" && return 0
-		kill -0 "$DAEMON" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
+# start_daemon NAME ARGS: aperture run -v --pin $DIR -F $FREQ --oncpu ARGS (pinned_daemon_start)
+start_daemon() { local name=$1; shift; pinned_daemon_start "$name" "$DIR" -v -F $FREQ --oncpu "$@"; }
 # map_flags PIN: the flags of the pinned map PIN, as bpftool shows them
 map_flags() { bpftool -j map show pinned "$1" 2>/dev/null | grep -o '"flags":[0-9]*' | cut -d: -f2; }
 # dump_named: the pinned on-CPU totals, user frames named by function
 dump_named() { "$APERTURE" dump --pin "$DIR" --symbolize oncpu 2>/dev/null; }
-# chain_share FOLDED: of nofp's samples in spin_until, the percent whose stack is whole
-# (libc's __libc_start_call_main is named only where libc's debug symbols are: else libc.so.6+0x...).
-# Samples walked before the process had tables (a takeover forgets them: README, "Scripting it
-# from the kernel side") are left out, as in tests/stacks/75-unwind.t.
-chain_share() {
-	awk '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); gsub(/;[^;]*_\[k\]/, "", s)
-		if (s ~ /\[before-unwind-tables\]/) next
-		if (s !~ /^nofp;/ || s !~ /;spin_until$/) next
-		tot += w; if (s ~ /^nofp;_start;__libc_start_main;[^;]+;main;chain_a;chain_b;chain_c;spin_until$/) hit += w }
-		END { if (tot == 0) print 0; else printf "%.2f\n", 100 * hit / tot }' "$1"
+# whole_share FOLDED: of nofp's samples in spin_until, the percent whose stack is whole (chain_share,
+# tests/lib.sh: samples before the process's tables left out; a takeover forgets them, README,
+# "Scripting it from the kernel side").  libc's __libc_start_call_main is named only where libc's
+# debug symbols are (else libc.so.6+0x...), so its frame is matched by position.
+whole_share() {
+	chain_share "$1" '^spin_until$' '^nofp;_start;__libc_start_main;[^;]+;main;chain_a;chain_b;chain_c;spin_until$'
 }
 
 bg "$WL/nofp" chain 600 >/dev/null; N=$BG_PID
@@ -88,12 +71,12 @@ want=$(awk -v ns="$n_ns" -v n0="$n0_ns" -v hz=$FREQ 'BEGIN { printf "%.0f\n", (n
 got=$(stack_weight "$TMP/after.folded" '^nofp;')
 diag "nofp: $got samples in the totals, $events target events counted, $((n_ns - n0_ns)) ns of CPU since the first daemon: $want at $FREQ Hz"
 is_within "the totals hold every target event across the takeover (1%)" "$events" "$got" "$((events / 100 + 2))"
-ge "before the takeover: spin_until whole in >= 99%" "$(chain_share "$TMP/before.folded")" 99
+ge "before the takeover: spin_until whole in >= 99%" "$(whole_share "$TMP/before.folded")" 99
 # after less before, stack by stack: what was counted under the new daemon's rows
 awk 'NR == FNR { w = $NF; s = $0; sub(/ [0-9]+$/, "", s); old[s] = w; next }
 	{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); if (w - old[s] > 0) print s, w - old[s] }' \
 	"$TMP/before.folded" "$TMP/after.folded" > "$TMP/since.folded"
 ge "since the takeover: samples of nofp (half of 2 s of CPU at $FREQ Hz)" "$(stack_weight "$TMP/since.folded" '^nofp;')" "$FREQ"
 diag "since the takeover: $(stack_weight "$TMP/since.folded" '^nofp;\[before-unwind-tables\]') samples before its tables"
-ge "since the takeover: spin_until whole in >= 99%" "$(chain_share "$TMP/since.folded")" 99
+ge "since the takeover: spin_until whole in >= 99%" "$(whole_share "$TMP/since.folded")" 99
 done_testing

@@ -12,18 +12,7 @@ require_workload nofp nofp_stripped swaplib
 have_feature dwarf_unwind || skip_all "no DWARF unwinding here: $(feature_why dwarf_unwind)"
 
 ROOT='^nofp;_start;__libc_start_main;__libc_start_call_main;main;'
-# chain_share FOLDED LEAF_ERE CHAIN_ERE: of the weight whose leaf user frame
-# matches LEAF_ERE, the percent whose whole stack (comm first, kernel frames
-# dropped) matches CHAIN_ERE.  Samples taken before the process's tables
-# existed (marked "[before-unwind-tables]" by the BPF side) are left out;
-# before_tables says how many there are.
-chain_share() {
-	LEAF="$2" CHAIN="$3" awk '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s); gsub(/;[^;]*_\[k\]/, "", s)
-		if (s ~ /\[before-unwind-tables\]/) next
-		n = split(s, fr, ";"); if (fr[n] !~ ENVIRON["LEAF"]) next
-		tot += w; if (s ~ ENVIRON["CHAIN"]) hit += w }
-		END { if (tot == 0) print 0; else printf "%.2f\n", 100 * hit / tot }' "$1"
-}
+# chain_share: tests/lib.sh; before_tables says how many samples it leaves out.
 # before_tables FOLDED: percent of the weight walked before the process had tables
 before_tables() { pct "$(stack_weight "$1" '\[before-unwind-tables\]')" "$(folded_total "$1")"; }
 # leaf_total FOLDED LEAF_ERE: the weight whose leaf user frame matches

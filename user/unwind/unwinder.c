@@ -322,9 +322,10 @@ static void file_read_loads(Elf *elf, struct unwind_file *f)
  * batch update costs ~95 ns a row here (the kernel copies in and updates one
  * element at a time), a store only its page's first touch: `record -p` of a
  * pyenv python3.8 process (190,000 rows) 127 -> 120 ms of CPU.  The walk
- * finds rows only through a mapping written after them (unwind_procs, a hash
- * map whose update publishes with a release), so it never reads a half-stored
- * row; the fence says so for the compiler too.
+ * finds rows only through a process's mappings, written after them by bpf()
+ * (unwind_procs, a hash map whose update publishes with a release on this
+ * CPU), so it never reads a half-stored row.  @n > 0: a mapping of no pages
+ * is refused.
  */
 static int rows_store(struct unwinder *u, uint32_t first, const struct unwind_row *rows, uint32_t n)
 {
@@ -337,7 +338,6 @@ static int rows_store(struct unwinder *u, uint32_t first, const struct unwind_ro
 		return -errno;
 	for (uint32_t i = 0; i < n; i++)
 		memcpy(mem + (lo - map_lo) + i * ROW_ELEM_BYTES, &rows[i], sizeof(rows[i]));
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 	munmap(mem, map_len);
 	return 0;
 }
@@ -365,12 +365,16 @@ static int rows_update(struct unwinder *u, uint32_t first, const struct unwind_r
 /*
  * Writes rows [first, first + n) of the rows map: stored through a mapping,
  * or by bpf() once the map refused one (a map pinned by a build before this
- * one was not mmapable).
+ * one was not mmapable).  No rows (a file too small for a page index) is no
+ * write: asked of mmap, a page-aligned empty range would be refused and taken
+ * for a map that cannot be mapped.
  */
 static int rows_write(struct unwinder *u, uint32_t first, const struct unwind_row *rows, uint32_t n)
 {
 	int err;
 
+	if (!n)
+		return 0;
 	if (!u->rows_by_syscall) {
 		err = rows_store(u, first, rows, n);
 		if (!err)
