@@ -141,6 +141,9 @@ $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
+# X_compat.bpf.c is X.bpf.c built for older kernels (bpf/lib/kernel.bpf.h): it includes it.
+$(foreach c,$(filter %_compat.bpf.c,$(BPF_SRCS)),$(eval $(BUILD)/$(notdir $(c:.c=.o)): $(c:_compat.bpf.c=.bpf.c)))
+
 $(BUILD)/%.bpf.o: %.bpf.c $(wildcard bpf/*.h bpf/*/*.h) vmlinux/vmlinux.h | $(BUILD)
 	$(call msg,BPF,$<)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@

@@ -126,6 +126,26 @@ static long probe_loop_step(__u64 index, void *arg)
 	return 0;
 }
 
+/* A global function with a pointer argument (5.12+), as bpf/lib/kernel.bpf.h's APERTURE_SUBPROG. */
+__noinline int probe_subprog(__u64 *sum)
+{
+	return sum ? *sum != 0 : 0;
+}
+
+/*
+ * What every program of the 6.1+ build needs (bpf/lib/kernel.bpf.h): a
+ * bpf_loop callback, a global function taking a pointer and the current
+ * task by BTF.  Where this fails, the build for older kernels is loaded.
+ */
+SEC("perf_event")
+int probe_bpf_loop(struct bpf_perf_event_data *ctx)
+{
+	__u64 sum = bpf_get_current_task_btf()->pid;
+
+	bpf_loop(4, probe_loop_step, &sum, 0);
+	return probe_subprog(&sum);
+}
+
 /*
  * What the DWARF walk (bpf/unwind/dwarf.bpf.h) needs: the user registers,
  * bpf_loop and bpf_probe_read_user.  Under lockdown=confidentiality libbpf's

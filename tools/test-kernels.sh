@@ -129,15 +129,43 @@ file -L "$APERTURE" | grep -q 'static\(ally\|-pie\) linked' || die "$APERTURE is
 # --- the default kernel: Debian's newest 6.1 cloud kernel -----------------------------------
 # fetch_kernel [PKG]: the vmlinuz of Debian package PKG (a metapackage such as
 # linux-image-6.12-cloud-amd64 is followed to its image), default the newest 6.1 cloud kernel
+# Debian 11's kernels (5.10) come from its bullseye suite on the same Debian mirror, through a
+# private apt configuration under $KDIR/apt-bullseye: the machine's own sources stay as they are.
+APT_OPTS=()
+use_bullseye() {
+	local d="$KDIR/apt-bullseye" mirror
+	mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)\/*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1)
+	[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $2 ~ /debian\/?$/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
+	[ -n "$mirror" ] || die "no Debian mirror in the apt sources to take bullseye from"
+	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
+	echo "deb [trusted=yes] ${mirror%/} bullseye main" >"$d/sources.list"
+	touch "$d/status"
+	APT_OPTS=(-o Dir::Etc::sourcelist="$d/sources.list" -o Dir::Etc::sourceparts=- -o Dir::State::Lists="$d/lists"
+		-o Dir::Cache="$d/cache" -o Dir::State::status="$d/status")
+	if [ -z "$(ls "$d/lists" 2>/dev/null | grep -v partial)" ]; then
+		apt-get "${APT_OPTS[@]}" update >/dev/null 2>&1 || die "apt-get update of bullseye failed"
+	fi
+}
+apt_update() { apt-get "${APT_OPTS[@]}" update >/dev/null 2>&1 || true; }
+
+# fetch_kernel [PKG]: the vmlinuz of Debian package PKG (a metapackage such as
+# linux-image-6.12-cloud-amd64 is followed to its image), default the newest 6.1 cloud kernel;
+# linux-image-5.10* (e.g. linux-image-5.10-cloud-amd64, the newest) from bullseye
 fetch_kernel() {
 	local pkg=${1:-${KERNEL_PKG:-}} deb x dep
-	if [ -n "$pkg" ] && ! apt-cache show "$pkg" >/dev/null 2>&1; then
-		apt-get update >/dev/null
-		apt-cache show "$pkg" >/dev/null 2>&1 || die "$pkg: no such package in the apt sources"
+	APT_OPTS=()
+	case $pkg in linux-image-5.10*) use_bullseye ;; esac
+	if [ "$pkg" = linux-image-5.10-cloud-amd64 ]; then	# bullseye's metapackage name, as in bookworm
+		pkg=$(apt-cache "${APT_OPTS[@]}" search --names-only '^linux-image-5\.10\.0-[0-9]+-cloud-amd64$' | awk '{ print $1 }' | sort -V | tail -1)
+		[ -n "$pkg" ] || die "no linux-image-5.10.0-*-cloud-amd64 in bullseye"
+	fi
+	if [ -n "$pkg" ] && ! apt-cache "${APT_OPTS[@]}" show "$pkg" >/dev/null 2>&1; then
+		apt_update
+		apt-cache "${APT_OPTS[@]}" show "$pkg" >/dev/null 2>&1 || die "$pkg: no such package in the apt sources"
 	fi
 	# grep reads it all: grep -q's early exit made apt-cache's SIGPIPE fail the pipe (pipefail)
-	while [ -n "$pkg" ] && apt-cache show "$pkg" | grep '^Description:.*meta-package' >/dev/null; do
-		dep=$(apt-cache depends --important "$pkg" | sed -n 's/^ *Depends: \(linux-image-[^ ]*\).*/\1/p' | head -1)
+	while [ -n "$pkg" ] && apt-cache "${APT_OPTS[@]}" show "$pkg" | grep '^Description:.*meta-package' >/dev/null; do
+		dep=$(apt-cache "${APT_OPTS[@]}" depends --important "$pkg" | sed -n 's/^ *Depends: \(linux-image-[^ ]*\).*/\1/p' | head -1)
 		[ -n "$dep" ] || die "$pkg: a metapackage without a linux-image dependency"
 		pkg=$dep
 	done
@@ -154,7 +182,7 @@ fetch_kernel() {
 		deb=$(ls "$KDIR/${pkg}"_*.deb 2>/dev/null | tail -1 || true)
 		if [ -z "$deb" ]; then
 			say "downloading $pkg"
-			(cd "$KDIR" && apt-get download "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
+			(cd "$KDIR" && apt-get "${APT_OPTS[@]}" download "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
 			deb=$(ls "$KDIR/${pkg}"_*.deb 2>/dev/null | tail -1 || true)
 			[ -n "$deb" ] || die "apt-get download $pkg failed"
 		fi
@@ -289,7 +317,13 @@ diag() { echo "# $*"; }
 pass() { n=$((n + 1)); echo "ok $n - $1"; }
 fail() { n=$((n + 1)); echo "not ok $n - $1"; shift; [ $# -gt 0 ] && diag "$@"; return 0; }
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-showerr() { [ -s "$1" ] && sed 's/^/#   /' "$1" | head -${2:-40}; return 0; }
+# showerr FILE [N]: its lines but libbpf's object walk (-vv), the last N (default 40): a verifier's
+# refusal is at the end
+showerr() {
+	[ -s "$1" ] && grep -v "^libbpf: \(elf: \|sec '\|CO-RE relocating\|prog '[^']*': relo #\|map '[^']*': \(at sec\|found\|created\|setting\)\)" "$1" |
+		tail -${2:-40} | sed 's/^/#   /'
+	return 0
+}
 # step NAME CMD...: CMD's exit status decides; its stderr is shown on failure
 step() {
 	local name=$1 rc=0

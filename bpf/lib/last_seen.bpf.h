@@ -10,6 +10,7 @@
 #define LIB_LAST_SEEN_BPF_H
 
 #include "lib/control.bpf.h"
+#include "lib/kernel.bpf.h"
 
 /*
  * Who a note is about.  The pid alone would pass a new process given a
@@ -48,23 +49,18 @@ static __always_inline void last_seen_of(const struct aperture_control *ctl, str
 	now->cache_gen = ctl->cache_gen + 1;
 }
 
-/* The current process as a note, in @now; @ctl: the caller's control map. */
-static __always_inline void last_seen_current(const struct aperture_control *ctl,
-					      struct last_seen *now)
-{
-	last_seen_of(ctl, bpf_get_current_task_btf(), now);
-}
-
 /*
  * The current process as a note, in @now; false when @tgid is not the
- * current task's (a caller announcing another process: no note).  @ctl is
- * read before the caller's seen_tgids lookup: emptied after it was read,
- * the next event sees it.
+ * current task's (a caller announcing another process: no note) or the
+ * task cannot be read (current_identity).  @ctl is read before the caller's
+ * seen_tgids lookup: emptied after it was read, the next event sees it.
  */
 static __always_inline bool last_seen_now(const struct aperture_control *ctl, __u32 tgid,
 					  struct last_seen *now)
 {
-	last_seen_current(ctl, now);
+	if (!current_identity(&now->start_time, &now->exec_id, &now->tgid))
+		return false;
+	now->cache_gen = ctl->cache_gen + 1;
 	return now->tgid == tgid;
 }
 

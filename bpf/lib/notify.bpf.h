@@ -11,6 +11,7 @@
 #define LIB_NOTIFY_BPF_H
 
 #include "lib/stats.bpf.h"
+#include "lib/kernel.bpf.h"
 #include "lib/control.bpf.h"
 #include "lib/last_seen.bpf.h"
 
@@ -36,7 +37,7 @@ struct {
  * it (and its search of the kernel's BTF for task->group_leader) once per
  * path of the stack walks before it.
  */
-__noinline int process_seen(const struct aperture_control *ctl, __u32 tgid)
+APERTURE_SUBPROG int process_seen(const struct aperture_control *ctl, __u32 tgid)
 {
 	struct aperture_event *event;
 	struct last_seen now;

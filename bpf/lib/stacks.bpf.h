@@ -8,6 +8,7 @@
 #define LIB_STACKS_BPF_H
 
 #include "lib/stats.bpf.h"
+#include "lib/kernel.bpf.h"
 #include "lib/notify.bpf.h"
 
 /*
@@ -89,7 +90,7 @@ static __always_inline void stack_tell_python(const struct aperture_stack *st)
  * program's own body cost the verifier).  It looks the scratch up itself, so
  * that the stack stored is a map value, as 6.1 wants of a map update's value.
  */
-__noinline __u64 stack_save(void)
+APERTURE_SUBPROG __u64 stack_save(void)
 {
 	__u32 zero = 0;
 	struct aperture_stack *st = bpf_map_lookup_elem(&stack_scratch, &zero);

@@ -16,6 +16,7 @@
 #define UNWIND_DWARF_BPF_H
 
 #include "unwind_tables.h"
+#include "lib/kernel.bpf.h"
 #include "unwind/mappings.bpf.h"
 #include "lib/notify.bpf.h"
 #include "unwind/python.bpf.h"
@@ -139,7 +140,7 @@ static __always_inline struct unwind_cpu *unwind_cpu_get(__u32 *gen)
  * @first on) whose pc <= @rel, searched among rows [@lo, @hi) of it (all of
  * them, or a page's: the row before @lo is below @rel), or -1.
  */
-__noinline int unwind_row_index(__u32 first, __u32 lo, __u32 hi, __u64 rel)
+APERTURE_SUBPROG int unwind_row_index(__u32 first, __u32 lo, __u32 hi, __u64 rel)
 {
 	__u32 idx, above;
 
@@ -352,7 +353,7 @@ static __always_inline void unwind_cache_put(struct unwind_cpu *c, __u32 mine, s
  * step (inlined, they took syscall_exit with --syscall-stacks past a million
  * instructions).
  */
-__noinline int unwind_find_row(__u32 *gen, struct unwind_proc *proc, __u64 pc, __u32 tgid)
+APERTURE_SUBPROG int unwind_find_row(__u32 *gen, struct unwind_proc *proc, __u64 pc, __u32 tgid)
 {
 	struct unwind_cached_row *e = NULL;
 	struct unwind_row_cache *cache;
@@ -403,7 +404,7 @@ __noinline int unwind_find_row(__u32 *gen, struct unwind_proc *proc, __u64 pc, _
  * on, up to UNWIND_WINDOW), else by one read of 8 bytes.  1 when read.  A
  * global function: verified once, not at each of the walk's reads.
  */
-__noinline int unwind_read_user(__u32 *gen, __u64 *out, __u64 addr)
+APERTURE_SUBPROG int unwind_read_user(__u32 *gen, __u64 *out, __u64 addr)
 {
 	struct unwind_cpu *c;
 	__u64 off, lo, end, len, page = addr & ~(__u64)(UNWIND_PAGE - 1);
@@ -760,7 +761,7 @@ static __always_inline int unwind_frame_fast(struct unwind_cpu *c, __u32 *gen, s
  * unwind_frame_fast as a global function (verified once): one frame's step,
  * for a walk that has something to do between frames (CPython's).
  */
-__noinline int unwind_frame(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r)
+APERTURE_SUBPROG int unwind_frame(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r)
 {
 	if (!gen || !proc || !r)
 		return UNWIND_STEP_FAIL;
@@ -795,7 +796,7 @@ static __always_inline bool unwind_push(struct aperture_stack *st, __u64 *depth,
  * (and returns that answer, as unwind_frame does, the frame recorded), after
  * a pc of 0, or when @st is full (0: the caller sees the depth).
  */
-__noinline int unwind_frames(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r,
+APERTURE_SUBPROG int unwind_frames(__u32 *gen, struct unwind_proc *proc, struct unwind_regs *r,
 			     struct aperture_stack *st)
 {
 	struct unwind_regs regs;	/* @r and the depth kept local between frames: not reloaded after each barrier */
@@ -905,7 +906,7 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
 {
 	struct unwind_walk w = {};
 
-	if (!unwind_dwarf)
+	if (!APERTURE_HAS_LOOP || !unwind_dwarf)
 		return 0;
 	w.py.cur.tgid = bpf_get_current_pid_tgid() >> 32;
 	w.proc = bpf_map_lookup_elem(&unwind_procs, &w.py.cur.tgid);
@@ -930,7 +931,7 @@ static __always_inline int unwind_dwarf_walk(struct aperture_stack *st)
  * walk is over (rbp 0 at _start, an unreadable frame or one not above the
  * last, a pc of 0, a full stack), 0 to go on.
  */
-__noinline int unwind_fp_frames(__u32 *gen, struct unwind_regs *r, struct aperture_stack *st)
+APERTURE_SUBPROG int unwind_fp_frames(__u32 *gen, struct unwind_regs *r, struct aperture_stack *st)
 {
 	struct unwind_cpu *c;
 	__u64 depth;
@@ -968,7 +969,7 @@ static __always_inline int unwind_fp_walk(struct aperture_stack *st)
 {
 	struct unwind_walk w = {};
 
-	if (!unwind_fp_in_bpf || !unwind_walk_begin(&w, st))
+	if (!APERTURE_HAS_LOOP || !unwind_fp_in_bpf || !unwind_walk_begin(&w, st))
 		return 0;
 	unwind_cpu_take(&w.gen);
 	bpf_loop(APERTURE_MAX_DEPTH, unwind_fp_loop_step, &w, 0);

@@ -8,6 +8,7 @@
 #define UNWIND_MAPPINGS_BPF_H
 
 #include "unwind_tables.h"
+#include "lib/kernel.bpf.h"
 
 /* Sized by the loader (1 entry each when dwarf unwinding is off). */
 struct {
@@ -40,7 +41,7 @@ struct {
  */
 
 /* Index of the mapping of @proc holding @addr, or -1. */
-__noinline int unwind_mapping_index(struct unwind_proc *proc, __u64 addr)
+APERTURE_SUBPROG int unwind_mapping_index(struct unwind_proc *proc, __u64 addr)
 {
 	__u32 lo = 0, hi, below;
 
@@ -74,7 +75,7 @@ __noinline int unwind_mapping_index(struct unwind_proc *proc, __u64 addr)
  * that starts below the range's end, if any, ends above its start (they are
  * sorted and apart).  The search's half chosen by arithmetic, as above.
  */
-__noinline int unwind_range_mapped(struct unwind_proc *proc, __u64 addr, __u64 len)
+APERTURE_SUBPROG int unwind_range_mapped(struct unwind_proc *proc, __u64 addr, __u64 len)
 {
 	__u32 lo = 0, hi, below;
 	__u64 last = addr + len - 1;

@@ -16,6 +16,7 @@
 
 #include "python_tables.h"
 #include "lib/stats.bpf.h"
+#include "lib/kernel.bpf.h"
 #include "unwind/user_read.bpf.h"
 
 /* Set by the loader before load (--python): 0 verifies the walk away. */
@@ -253,7 +254,7 @@ static __always_inline __u32 python_generation(__u32 tgid, __u64 code, __u64 ide
  * it walks until the loop's states converge: 1680 instructions for that
  * callback before, against 555 now (and 170 for this function).
  */
-__noinline __u64 python_frame_ip(const struct python_proc *py, struct python_buf *b, __u32 tgid)
+APERTURE_SUBPROG __u64 python_frame_ip(const struct python_proc *py, struct python_buf *b, __u32 tgid)
 {
 	__u64 code, name;
 
@@ -328,7 +329,7 @@ cut:
  * took syscall_exit past the verifier's 1M instructions.  So it takes only
  * scalars and memory (@cur, @st) and looks the process up again itself.
  */
-__noinline int python_run_put(struct python_cursor *cur, struct aperture_stack *st)
+APERTURE_SUBPROG int python_run_put(struct python_cursor *cur, struct aperture_stack *st)
 {
 	struct python_emit e = { .cur = cur, .st = st };
 	__u32 depth, tgid;

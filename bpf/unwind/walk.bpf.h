@@ -54,7 +54,7 @@ static __always_inline __u64 stack_store(void *ctx, bool user)
  */
 static __always_inline bool stacks_user(const struct aperture_control *ctl)
 {
-	return ctl->stack_mode != STACK_MODE_KERNEL && bpf_get_current_task_btf()->mm;
+	return ctl->stack_mode != STACK_MODE_KERNEL && current_has_mm();
 }
 
 /*

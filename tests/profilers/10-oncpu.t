@@ -63,4 +63,15 @@ ok "-d 4 ends in time" awk -v s="$AP_SECS" 'BEGIN { exit !(s >= 3.9 && s < 12) }
 ap_ok "-p PID,PID" pids record -F 199 -p "$burn_pid,$other_pid" -d 2 -o "$TMP/pids.folded"
 is "-p A,B: both comms" "$(folded_comms "$TMP/pids.folded" | tr '\n' ' ')" "cpuburn otherburn "
 
+# 5. The programs built for older kernels (5.10-5.16, bpf/lib/kernel.bpf.h), forced here: the same
+# shares and rate, user stacks by the kernel's frame-pointer walk.
+APERTURE_DISABLE_FEATURES=bpf_loop ap_ok "older kernels' build" compat \
+	record -v -F 499 -d 30 -o "$TMP/compat.folded" -- "$WL/cpuburn" 3
+ok "older kernels' build: said so (-v)" grep -q '^aperture: oncpu: the programs built for older kernels' "$TMP/compat.err"
+check_shares "older kernels' build" "$TMP/compat.folded"
+want=$(cpu_ns_samples "$TMP/compat.out" 499)
+is_within "older kernels' build: 499 samples per CPU second" "$want" "$(folded_total "$TMP/compat.folded")" "$((want / 10))"
+is "older kernels' build: whole stacks to main" \
+	"$(awk '$NF > 0 && $1 ~ /burn_[0-9]+$/ && $1 !~ /;main;burn_thread;burn_[0-9]+$/ { bad += $NF } END { print bad + 0 }' "$TMP/compat.folded")" 0
+
 done_testing

@@ -38,6 +38,7 @@ struct feature_desc {
 	const char *what;
 	const char *prog;	/* probe.bpf.c program whose load is the probe */
 	probe_fn probe;		/* or a probe of its own */
+	uint64_t requires;	/* FEAT_BIT()s it cannot be without: missing (or switched off), it is too */
 };
 
 static struct feature_result results[FEAT_MAX];
@@ -85,7 +86,7 @@ static const struct feature_desc descs[FEAT_MAX] = {
 	[FEAT_FENTRY] = { "fentry", "fentry programs (BPF trampolines; locks --lock-hold, kernel side)", NULL,
 			  probe_fentry },
 	[FEAT_DWARF_UNWIND] = { "dwarf_unwind", "bpf_loop + bpf_task_pt_regs in perf_event programs (--unwind dwarf, 5.17+)",
-				"probe_dwarf_unwind" },
+				"probe_dwarf_unwind", NULL, FEAT_BIT(FEAT_BPF_LOOP) },
 	[FEAT_RQ_LOCKS] = { "rq_locks", "a CPU's runqueue through its current task (locks: runqueue lock names)",
 			    "probe_rq_locks" },
 	[FEAT_TP_SCHED_FORK] = { "tp_sched_process_fork", "tp_btf/sched_process_fork (children of -p and COMMAND followed)",
@@ -96,6 +97,9 @@ static const struct feature_desc descs[FEAT_MAX] = {
 			      "else the stacks and counts maps are preallocated whole at start)", "probe_hash_alloc" },
 	[FEAT_KSYM_NAMES] = { "ksym_names", "kernel frames named by the kernel (%pS in a BPF program run by "
 			      "BPF_PROG_TEST_RUN, 5.13+; else /proc/kallsyms is read whole)", NULL, probe_ksym_names },
+	[FEAT_BPF_LOOP] = { "bpf_loop", "bpf_loop, global functions taking pointers, the task by BTF (5.17+; else "
+			    "the programs built for older kernels, bpf/lib/kernel.bpf.h: user stacks by the kernel's "
+			    "frame-pointer walk)", "probe_bpf_loop" },
 };
 
 const char *feature_name(enum feature f)
@@ -496,6 +500,13 @@ static void probe_one(enum feature f)
 
 	if (results[f].probed)
 		return;
+	for (int r = 0; r < FEAT_MAX; r++) {
+		if ((descs[f].requires & FEAT_BIT(r)) && !feature_has(r)) {
+			results[f] = (struct feature_result){ .probed = true, .err = results[r].err,
+							      .step = descs[r].name };
+			return;
+		}
+	}
 	if (disabled_by_env(f)) {
 		results[f] = (struct feature_result){ .probed = true, .step = "APERTURE_DISABLE_FEATURES" };
 	} else {
@@ -510,6 +521,17 @@ static void probe_one(enum feature f)
  * The common case costs one load: all the program probes of @mask in one
  * object.  Only when that fails is each probed alone to tell which.
  */
+/* Whether @f goes in features_probe's one load: a program probe, not known yet, none of its requirements switched off. */
+static bool batched(uint64_t mask, enum feature f)
+{
+	if (!(mask & FEAT_BIT(f)) || results[f].probed || !descs[f].prog || disabled_by_env(f))
+		return false;
+	for (int r = 0; r < FEAT_MAX; r++)
+		if ((descs[f].requires & FEAT_BIT(r)) && disabled_by_env(r))
+			return false;
+	return true;
+}
+
 void features_probe(uint64_t mask)
 {
 	const char *progs[FEAT_MAX + 1], *step;
@@ -517,14 +539,17 @@ void features_probe(uint64_t mask)
 	int n = 0;
 
 	for (int f = 0; f < FEAT_MAX; f++)
-		if ((mask & FEAT_BIT(f)) && !results[f].probed && descs[f].prog && !disabled_by_env(f))
+		if (mask & FEAT_BIT(f))
+			mask |= descs[f].requires;
+	for (int f = 0; f < FEAT_MAX; f++)
+		if (batched(mask, f))
 			progs[n++] = descs[f].prog;
 	progs[n] = NULL;
 	if (n > 1 && feature_has(FEAT_BTF) && (skel = probe_load(progs, &step))) {
 		int err = -probe_bpf__attach(skel);
 
 		for (int f = 0; f < FEAT_MAX && !err; f++)
-			if ((mask & FEAT_BIT(f)) && !results[f].probed && descs[f].prog && !disabled_by_env(f))
+			if (batched(mask, f))
 				set_result(f, 0, "load");
 		probe_bpf__destroy(skel);
 	}

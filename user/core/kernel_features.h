@@ -40,6 +40,7 @@ enum feature {
 	FEAT_OPENAT2,		/* openat2 RESOLVE_IN_ROOT: a process's files opened inside its root (5.6+) */
 	FEAT_HASH_ALLOC,	/* hash maps without preallocation in perf_event programs (6.1+) */
 	FEAT_KSYM_NAMES,	/* kernel frames named by the kernel (%pS in a test-run program, 5.13+) */
+	FEAT_BPF_LOOP,		/* bpf_loop, global functions with pointers, task by BTF: the 6.1+ build */
 	FEAT_MAX,
 };
 

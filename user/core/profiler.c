@@ -199,6 +199,12 @@ int profiler_open(struct profiler **out, struct run *run, const struct profiler_
 			  log_verbose ? "" : " (-v shows the verifier's log)");
 		goto cleanup;
 	}
+	if (p->compat) {
+		char why[96];
+
+		log_info("%s: the programs built for older kernels (%s)", ops->name,
+			 feature_missing(FEAT_BPF_LOOP, why, sizeof(why)));
+	}
 	stacks_prime(p);
 	err = profiler_configure(p);
 	if (err)

@@ -200,6 +200,7 @@ struct profiler {
 	uint64_t drained_events;	/* sum of raw value 0 over all drains */
 	bool dwarf;			/* user stacks by DWARF CFI where tables exist (opts.unwind resolved) */
 	bool fp_in_bpf;			/* frame-pointer walks by the BPF program, not bpf_get_stack() */
+	bool compat;			/* loaded the object built for older kernels (bpf/lib/kernel.bpf.h) */
 	bool python;			/* CPython frames in user stacks (needs dwarf; --python) */
 	struct stack_gc *gc;		/* opts.gc_stacks: made at the first flip */
 	bool gc_failed;			/* a pass failed: said once */
@@ -314,6 +315,7 @@ uint64_t profiler_lost(const uint64_t *stats);
 		__skel->rodata->unwind_dwarf = (p)->dwarf;			\
 		__skel->rodata->unwind_fp_in_bpf = (p)->fp_in_bpf;		\
 		__skel->rodata->python_enabled = (p)->python;			\
+		__skel->rodata->kernel_reads = feature_has(FEAT_PROBE_READ_KERNEL); \
 		(p)->obj = __skel->obj;						\
 		__err = profiler_prepare(p);					\
 		if (!__err) {							\
@@ -324,6 +326,16 @@ uint64_t profiler_lost(const uint64_t *stats);
 			__err = profiler_take_maps(p);				\
 	}									\
 	__err; })
+
+/*
+ * PROFILER_OPEN_SKEL_PREPARED of NAME's object for this kernel: NAME_compat's
+ * (bpf/events/NAME_compat.bpf.c) where the kernel lacks what the 6.1+ build
+ * needs (the bpf_loop probe), else NAME's; p->compat says which.
+ */
+#define PROFILER_OPEN_SKEL_BUILDS(p, name, before_load)				\
+	(((p)->compat = !feature_has(FEAT_BPF_LOOP)) ?				\
+	 PROFILER_OPEN_SKEL_PREPARED(p, name##_compat, before_load) :		\
+	 PROFILER_OPEN_SKEL_PREPARED(p, name, before_load))
 
 int profiler_prepare(struct profiler *p);
 int profiler_take_maps(struct profiler *p);

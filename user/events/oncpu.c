@@ -11,6 +11,7 @@
 #include "numparse.h"
 #include "oncpu.h"
 #include "oncpu.skel.h"
+#include "oncpu_compat.skel.h"
 #include "profile_event.h"
 #include "profiler.h"
 #include "settings.h"
@@ -20,7 +21,7 @@ _Static_assert(sizeof(struct oncpu_config) <= PROFILER_CONFIG_MAX, "oncpu_config
 
 static int oncpu_open(struct profiler *p, const struct profiler_opts *o)
 {
-	return PROFILER_OPEN_SKEL(p, oncpu);
+	return PROFILER_OPEN_SKEL_BUILDS(p, oncpu, (void)0);
 }
 
 static int perf_event_cpu_clock(int cpu, unsigned int freq_hz)
@@ -44,11 +45,11 @@ static int perf_event_cpu_clock(int cpu, unsigned int freq_hz)
 static int oncpu_attach(struct profiler *p)
 {
 	const struct oncpu_config *cfg = profiler_config(&p->opts, p->ops);
-	struct oncpu_bpf *skel = p->skel;
+	struct bpf_program *prog = bpf_object__find_program_by_name(p->obj, "oncpu_sample");
 	int ncpus = libbpf_num_possible_cpus();
 	int attached = 0, err;
 
-	if (ncpus <= 0)
+	if (ncpus <= 0 || !prog)
 		return -EINVAL;
 	for (int cpu = 0; cpu < ncpus; cpu++) {
 		int event_fd = perf_event_cpu_clock(cpu, cfg->freq_hz);
@@ -58,8 +59,7 @@ static int oncpu_attach(struct profiler *p)
 				continue;
 			return -errno;
 		}
-		err = profiler_add_link(p, bpf_program__attach_perf_event(skel->progs.oncpu_sample,
-									  event_fd));
+		err = profiler_add_link(p, bpf_program__attach_perf_event(prog, event_fd));
 		if (err) {
 			close(event_fd);
 			return err;
@@ -73,7 +73,10 @@ static int oncpu_attach(struct profiler *p)
 
 static void oncpu_close(struct profiler *p)
 {
-	oncpu_bpf__destroy(p->skel);
+	if (p->compat)
+		oncpu_compat_bpf__destroy(p->skel);
+	else
+		oncpu_bpf__destroy(p->skel);
 }
 
 static int64_t oncpu_period(const struct profiler *p)
