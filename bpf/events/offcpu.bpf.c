@@ -14,7 +14,9 @@
  *    that was filtered out), and for a pending one the min/max check and one
  *    counts update.
  * The start lives in task storage (as perf's off_cpu.bpf.c keeps it): it goes
- * with its task, so there is no exit program and no reused-tid check.
+ * with its task, so there is no exit program and no reused-tid check.  The
+ * build for older kernels (offcpu_compat.bpf.c) keeps it by thread id and
+ * frees it at the thread's exit (bpf/lib/kernel.bpf.h).
  */
 #include "vmlinux.h"
 #include "offcpu.h"
@@ -31,12 +33,7 @@
 #define TASK_INTERRUPTIBLE	0x0001
 #define TASK_UNINTERRUPTIBLE	0x0002
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct offcpu_start);
-} offcpu_start SEC(".maps");
+THREAD_STATE_MAP(offcpu_start, struct offcpu_start);
 
 static __always_inline __u32 prev_block_state(bool preempt, unsigned int prev_state)
 {
@@ -61,7 +58,7 @@ static __always_inline void switch_out(void *ctx, const struct aperture_control 
 	/* At sched_switch, current is still prev: the current-task helpers apply. */
 	if (!task_wanted(ctl, prev->tgid))
 		return;
-	start = bpf_task_storage_get(&offcpu_start, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	start = THREAD_STATE_GET(offcpu_start, prev, struct offcpu_start, true);
 	if (!start) {
 		stat_inc(STAT_START_FULL);
 		return;
@@ -74,7 +71,7 @@ static __always_inline void switch_out(void *ctx, const struct aperture_control 
 static __always_inline void switch_in(const struct aperture_control *ctl,
 				      const struct offcpu_config *cfg, struct task_struct *next)
 {
-	struct offcpu_start *start = bpf_task_storage_get(&offcpu_start, next, NULL, 0);
+	struct offcpu_start *start = THREAD_STATE_GET(offcpu_start, next, struct offcpu_start, false);
 	struct offcpu_value delta = { .switch_count = 1 };
 
 	if (!start || !start->switch_out_ns)
@@ -90,17 +87,23 @@ static __always_inline void switch_in(const struct aperture_control *ctl,
 	record_event(ctl, &start->key, &delta);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev,
-	     struct task_struct *next, unsigned int prev_state)
+SCHED_SWITCH_PROG(offcpu_switch)
 {
 	struct aperture_control *ctl = control_get();
 	struct offcpu_config *cfg = config_get();
 
 	if (!ctl || !cfg)
 		return 0;
-	switch_out(ctx, ctl, cfg, prev, prev_block_state(preempt, prev_state));
+	switch_out(ctx, ctl, cfg, prev, prev_block_state(preempt, SCHED_SWITCH_PREV_STATE));
 	switch_in(ctl, cfg, next);
+	return 0;
+}
+
+/* The older build's per-thread start freed with its thread (every thread's exit). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(offcpu_thread_exit, struct task_struct *task)
+{
+	THREAD_STATE_FREE(offcpu_start, task);
 	return 0;
 }
 

@@ -33,4 +33,20 @@ ap_ok "--offcpu -p" p record --offcpu --weight switches -p "$BG_PID" -d 2 -o "$T
 is_within "-p -d 2: ~160 switches in sleep_50ms" 160 "$(stack_weight "$TMP/p.folded" ';sleep_50ms(;|$)')" 24
 is "-p: only the target's comm" "$(folded_comms "$TMP/p.folded" | tr '\n' ' ')" "sleeper "
 
+# 4. The programs built for older kernels (5.10-5.17, bpf/lib/kernel.bpf.h), forced here: the
+# task's state field instead of sched_switch's prev_state, each thread's start in a hash map by
+# thread id instead of task storage.  The same known answers.
+APERTURE_DISABLE_FEATURES=bpf_loop ap_ok "older kernels' build" compat \
+	record -v --offcpu -d 30 -o "$TMP/compat.folded" -- "$WL/sleeper" 3 "$TMP/compat.result"
+ok "older kernels' build: said so (-v)" grep -q '^aperture: offcpu: the programs built for older kernels' "$TMP/compat.err"
+slept=$(kv "$TMP/compat.result" slept_ns)
+calls=$(kv "$TMP/compat.result" calls)
+is_within "older kernels' build: off-CPU ns of sleep_50ms within 10% of slept_ns" "${slept:-0}" \
+	"$(stack_weight "$TMP/compat.folded" ';sleep_50ms(;|$)')" "$((${slept:-0} / 10))"
+APERTURE_DISABLE_FEATURES=bpf_loop ap_ok "older kernels' build, --weight switches" compatsw \
+	record --offcpu --weight switches -d 30 -o "$TMP/compatsw.folded" -- "$WL/sleeper" 3 "$TMP/compatsw.result"
+calls=$(kv "$TMP/compatsw.result" calls)
+is_within "older kernels' build: switches of sleep_50ms within 10% of calls" "${calls:-0}" \
+	"$(stack_weight "$TMP/compatsw.folded" ';sleep_50ms(;|$)')" "$((${calls:-0} / 10 + 1))"
+
 done_testing

@@ -230,10 +230,14 @@ static void print_text(const struct system_facts *sf)
 	}
 	printf("\nWhat aperture can do here\n");
 	for (int i = 0; profilers[i]; i++) {
+		uint64_t needs;
 		char what[64];
+		bool compat;
 
 		snprintf(what, sizeof(what), "%s profiling (--%s)", profilers[i]->cli.title, profilers[i]->name);
-		printf("  %-40s %s\n", what, ability_state(profilers[i]->needs, state, sizeof(state)));
+		needs = profiler_needs(profilers[i], &compat);
+		printf("  %-40s %s%s\n", what, ability_state(needs, state, sizeof(state)),
+		       compat && first_missing(needs) == FEAT_MAX ? " (the programs built for older kernels)" : "");
 	}
 	for (size_t i = 0; i < sizeof(extra_abilities) / sizeof(extra_abilities[0]); i++) {
 		const struct ability *a = &extra_abilities[i];
@@ -281,8 +285,11 @@ static void print_json(const struct system_facts *sf, bool can_profile)
 		printf("}%s\n", f + 1 < FEAT_MAX ? "," : "");
 	}
 	printf("  },\n  \"abilities\": {\n");
-	for (int i = 0; profilers[i]; i++)
-		json_ability(profilers[i]->name, profilers[i]->needs, false);
+	for (int i = 0; profilers[i]; i++) {
+		bool compat;
+
+		json_ability(profilers[i]->name, profiler_needs(profilers[i], &compat), false);
+	}
 	for (size_t i = 0; i < nextra; i++)
 		json_ability(extra_abilities[i].key, extra_abilities[i].needs, false);
 	printf("    \"continuous_process_checks\": {\"ok\": true},\n");
@@ -311,7 +318,7 @@ int doctor_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct system_facts sf;
-	bool json = false, can_profile;
+	bool json = false, can_profile, compat;
 	char state[160];
 	int c;
 
@@ -332,7 +339,7 @@ int doctor_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	gather(&sf);
-	can_profile = privileged(&sf) && first_missing(profiler_oncpu.needs) == FEAT_MAX;
+	can_profile = privileged(&sf) && first_missing(profiler_needs(&profiler_oncpu, &compat)) == FEAT_MAX;
 	if (json)
 		print_json(&sf, can_profile);
 	else
@@ -342,6 +349,6 @@ int doctor_main(int argc, char **argv)
 		log_error("on-CPU profiling cannot run: needs root, or CAP_BPF and CAP_PERFMON");
 	else if (!can_profile)
 		log_error("on-CPU profiling cannot run: %s",
-			  ability_state(profiler_oncpu.needs, state, sizeof(state)));
+			  ability_state(profiler_needs(&profiler_oncpu, &compat), state, sizeof(state)));
 	return can_profile ? 0 : EXIT_RUNTIME;
 }

@@ -158,6 +158,20 @@ static void stacks_prime(struct profiler *p)
 	sched_setaffinity(0, sizeof(allowed), &allowed);
 }
 
+uint64_t profiler_needs(const struct profiler_ops *ops, bool *compat)
+{
+	uint64_t modern = ops->needs | FEAT_BIT(FEAT_BPF_LOOP);
+
+	*compat = false;
+	for (int f = 0; f < FEAT_MAX; f++) {
+		if ((modern & FEAT_BIT(f)) && !feature_has(f)) {
+			*compat = ops->compat_needs != 0;
+			break;
+		}
+	}
+	return *compat ? ops->compat_needs : modern;
+}
+
 int profiler_open(struct profiler **out, struct run *run, const struct profiler_ops *ops,
 		  const struct profiler_opts *opts)
 {
@@ -183,8 +197,8 @@ int profiler_open(struct profiler **out, struct run *run, const struct profiler_
 	 * kernel's BTF, ~10 ms): the ones unwind_resolve and children_followed ask later go
 	 * in one load with the profiler's needs.
 	 */
-	features_probe(ops->needs | probes_asked_later(&p->opts));
-	if (!features_require(ops->name, ops->needs)) {
+	features_probe(ops->needs | ops->compat_needs | FEAT_BIT(FEAT_BPF_LOOP) | probes_asked_later(&p->opts));
+	if (!features_require(ops->name, profiler_needs(ops, &p->compat))) {
 		err = -EOPNOTSUPP;
 		goto cleanup;
 	}

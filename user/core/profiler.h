@@ -121,6 +121,11 @@ struct profiler_ops {
 	const char *name;		/* "oncpu": --NAME on the command line, map pin names */
 	enum profiler_id id;		/* its bit in control.enabled, its slot in opts.config */
 	uint64_t needs;			/* FEAT_BIT()s of the kernel features it cannot run without */
+	/*
+	 * Those of its build for older kernels (bpf/events/NAME_compat.bpf.c), loaded
+	 * where the kernel lacks bpf_loop or one of @needs; 0: it has none.
+	 */
+	uint64_t compat_needs;
 	const char *skywalking_target;	/* the SkyWalking TargetType it serves ("ON_CPU"), or NULL */
 
 	struct {
@@ -329,13 +334,21 @@ uint64_t profiler_lost(const uint64_t *stats);
 
 /*
  * PROFILER_OPEN_SKEL_PREPARED of NAME's object for this kernel: NAME_compat's
- * (bpf/events/NAME_compat.bpf.c) where the kernel lacks what the 6.1+ build
- * needs (the bpf_loop probe), else NAME's; p->compat says which.
+ * (bpf/events/NAME_compat.bpf.c) where profiler_open chose the build for
+ * older kernels (p->compat: profiler_needs), else NAME's.
  */
 #define PROFILER_OPEN_SKEL_BUILDS(p, name, before_load)				\
-	(((p)->compat = !feature_has(FEAT_BPF_LOOP)) ?				\
+	((p)->compat ?								\
 	 PROFILER_OPEN_SKEL_PREPARED(p, name##_compat, before_load) :		\
 	 PROFILER_OPEN_SKEL_PREPARED(p, name, before_load))
+
+/*
+ * The kernel features @ops needs here: those of its build for older kernels
+ * where the kernel lacks one of the 6.1+ build's (bpf_loop or ops->needs) and
+ * it has such a build (*@compat then true), else ops->needs and bpf_loop.  What
+ * profiler_open loads and what doctor reports.
+ */
+uint64_t profiler_needs(const struct profiler_ops *ops, bool *compat);
 
 int profiler_prepare(struct profiler *p);
 int profiler_take_maps(struct profiler *p);

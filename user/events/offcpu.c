@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Off-CPU profiler: owns the offcpu skeleton (tp_btf/sched_switch). */
+/* Off-CPU profiler: owns the offcpu skeleton (tp_btf/sched_switch), or its build for older kernels. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -7,6 +7,7 @@
 #include "numparse.h"
 #include "offcpu.h"
 #include "offcpu.skel.h"
+#include "offcpu_compat.skel.h"
 #include "profiler.h"
 #include "util.h"
 
@@ -14,12 +15,17 @@ _Static_assert(sizeof(struct offcpu_config) <= PROFILER_CONFIG_MAX, "offcpu_conf
 
 static int offcpu_open(struct profiler *p, const struct profiler_opts *o)
 {
-	return PROFILER_OPEN_SKEL(p, offcpu);
+	/* Only the older build keeps a start per thread id, to be freed at the thread's exit. */
+	return PROFILER_OPEN_SKEL_BUILDS(p, offcpu,
+		bpf_program__set_autoload(__skel->progs.offcpu_thread_exit, p->compat));
 }
 
 static void offcpu_close(struct profiler *p)
 {
-	offcpu_bpf__destroy(p->skel);
+	if (p->compat)
+		offcpu_compat_bpf__destroy(p->skel);
+	else
+		offcpu_bpf__destroy(p->skel);
 }
 
 static void offcpu_to_values(const struct profiler *p, const uint64_t *raw, uint64_t *values)
@@ -103,6 +109,8 @@ const struct profiler_ops profiler_offcpu = {
 	.schema.folded_raw = 1,
 	.needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_TP_SCHED_SWITCH) | FEAT_BIT(FEAT_TASK_STORAGE) |
 		 FEAT_BIT(FEAT_TP_SCHED_EXEC) | FEAT_BIT(FEAT_RINGBUF),
+	/* sched_switch's prev_state and task storage not needed: bpf/lib/kernel.bpf.h */
+	.compat_needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_TP_SCHED_EXEC) | FEAT_BIT(FEAT_RINGBUF),
 	.schema.nvalues = 2,
 	.schema.value_types = { { "switches", "count" }, { "offcpu", "nanoseconds" } },
 	.schema.default_value = 1,
