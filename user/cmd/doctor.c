@@ -33,7 +33,8 @@ struct ability {
 };
 
 static const struct ability extra_abilities[] = {
-	{ "pinning", "pinned daemon (run --pin)", FEAT_BIT(FEAT_BPFFS),
+	/* run's default kind is on-CPU, whose perf events must have links to be pinned */
+	{ "pinning", "pinned daemon (run --pin)", FEAT_BIT(FEAT_BPFFS) | FEAT_BIT(FEAT_PERF_LINK),
 	  "run --pin and run --oap --pin cannot pin" },
 	{ "pinned_iterators", "pinned iterators DIR/NAME_folded", FEAT_BIT(FEAT_ITER_MAP_ELEM),
 	  "use `aperture dump`" },

@@ -55,6 +55,7 @@ static int probe_tracefs(const char **step);
 static int probe_fentry(const char **step);
 static int probe_openat2(const char **step);
 static int probe_ksym_names(const char **step);
+static int probe_perf_link(const char **step);
 
 static const struct feature_desc descs[FEAT_MAX] = {
 	[FEAT_BTF] = { "btf", "kernel BTF (/sys/kernel/btf/vmlinux)", NULL, probe_btf },
@@ -100,6 +101,8 @@ static const struct feature_desc descs[FEAT_MAX] = {
 	[FEAT_BPF_LOOP] = { "bpf_loop", "bpf_loop, global functions taking pointers, the task by BTF (5.17+; else "
 			    "the programs built for older kernels, bpf/lib/kernel.bpf.h: user stacks by the kernel's "
 			    "frame-pointer walk)", "probe_bpf_loop" },
+	[FEAT_PERF_LINK] = { "perf_link", "BPF links of perf events (5.15+; else the on-CPU programs cannot outlive "
+			     "their loader: run --pin refuses them)", NULL, probe_perf_link },
 };
 
 const char *feature_name(enum feature f)
@@ -458,6 +461,40 @@ static int probe_openat2(const char **step)
 {
 	*step = "openat2";
 	return target_open_has_openat2() ? 0 : ENOSYS;
+}
+
+/* A perf event's BPF link, as pinning the on-CPU kind's needs (the legacy attach has no link to pin). */
+static int probe_perf_link(const char **step)
+{
+	const char *progs[] = { "probe_perf_event", NULL };
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.sample_period = 1000000000,
+		.disabled = 1,
+	};
+	struct probe_bpf *skel = probe_load(progs, step);
+	int event_fd, link_fd, err = 0;
+
+	if (!skel)
+		return errno;
+	*step = "perf_event_open";
+	event_fd = syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (event_fd < 0) {
+		err = errno;
+		goto out;
+	}
+	*step = "link_create";
+	link_fd = bpf_link_create(bpf_program__fd(skel->progs.probe_perf_event), event_fd, BPF_PERF_EVENT, NULL);
+	if (link_fd < 0)
+		err = -link_fd;
+	else
+		close(link_fd);
+	close(event_fd);
+out:
+	probe_bpf__destroy(skel);
+	return err;
 }
 
 static int probe_ksym_names(const char **step)

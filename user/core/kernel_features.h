@@ -41,6 +41,7 @@ enum feature {
 	FEAT_HASH_ALLOC,	/* hash maps without preallocation in perf_event programs (6.1+) */
 	FEAT_KSYM_NAMES,	/* kernel frames named by the kernel (%pS in a test-run program, 5.13+) */
 	FEAT_BPF_LOOP,		/* bpf_loop, global functions with pointers, task by BTF: the 6.1+ build */
+	FEAT_PERF_LINK,		/* BPF links of perf events (5.15+): pinnable on-CPU programs */
 	FEAT_MAX,
 };
 

@@ -584,6 +584,9 @@ int pin_start(const char *dir, struct run *run, const struct profiler_ops *const
 		profs[i] = NULL;
 	if (!err && run && run->lock_fd < 0)
 		err = pin_lock_open(dir, &run->lock_fd);
+	for (int i = 0; i < n && !err; i++)
+		if (!features_require("run --pin", ops[i]->pin_needs))
+			err = -EOPNOTSUPP;
 	heap_keep_begin();	/* one profiler's load reuses the last one's pages */
 	for (int i = 0; i < n && !err; i++) {
 		err = start_one(&txn, ops[i], opts, &profs[i]);

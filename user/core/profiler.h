@@ -126,6 +126,7 @@ struct profiler_ops {
 	 * where the kernel lacks bpf_loop or one of @needs; 0: it has none.
 	 */
 	uint64_t compat_needs;
+	uint64_t pin_needs;		/* those run --pin needs of it besides (the on-CPU kind's perf links) */
 	const char *skywalking_target;	/* the SkyWalking TargetType it serves ("ON_CPU"), or NULL */
 
 	struct {

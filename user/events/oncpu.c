@@ -176,6 +176,7 @@ const struct profiler_ops profiler_oncpu = {
 	.schema.folded_raw = 0,
 	.needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_PERF_EVENT_OPEN) | FEAT_BIT(FEAT_PROG_PERF_EVENT) |
 		 FEAT_BIT(FEAT_TP_SCHED_EXEC) | FEAT_BIT(FEAT_RINGBUF),
+	.pin_needs = FEAT_BIT(FEAT_PERF_LINK),
 	.compat_needs = FEAT_BIT(FEAT_BTF) | FEAT_BIT(FEAT_PERF_EVENT_OPEN) | FEAT_BIT(FEAT_PROG_PERF_EVENT) |
 			FEAT_BIT(FEAT_TP_SCHED_EXEC) | FEAT_BIT(FEAT_RINGBUF),
 	.schema.nvalues = 2,
