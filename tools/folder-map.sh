@@ -23,6 +23,7 @@ bpf/                    the BPF programs, embedded in the binary, and the struct
 bpf/events/             one profiler kind each: X.bpf.c (its programs) and X.h (its structs)
 bpf/include/            headers shared by the kernel and user space
 bpf/lib/                what every profiler program includes: control and config maps, stats, counts, notify
+docs/                   the manual, one file per task
 bpf/unwind/             stack walking in BPF: frame pointers, DWARF CFI, CPython frames, the stacks map
 proto/                  protobuf schemas compiled with nanopb
 proto/common/           SkyWalking common messages and commands
