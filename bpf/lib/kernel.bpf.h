@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the kernel decides on the BPF side, in one place.  Every profiler's
- * object is built twice from the same source: for kernels with bpf_loop
+ * What the kernel decides on the BPF side, in one place.  A profiler's
+ * object can be built twice from the same source: for kernels with bpf_loop
  * (5.17+; the bpf_loop probe) and, with APERTURE_COMPAT defined
- * (bpf/events/X_compat.bpf.c), for older ones down to 5.10.  user/core/profiler.c
- * picks the object by that probe.  A dead branch is not enough: 5.10 refuses
+ * (bpf/events/X_compat.bpf.c: on-CPU and off-CPU today), for older ones
+ * down to 5.10.  user/core/profiler.c (profiler_needs) picks the object.  A dead branch is not enough: 5.10 refuses
  * a program that merely holds a bpf_loop callback's address ("number of funcs
  * in func_info doesn't match number of subprogs", before verifying anything),
  * and it verifies every global function, reachable or not.

@@ -187,7 +187,8 @@ static int probe_btf(const char **step)
 	return access("/sys/kernel/btf/vmlinux", R_OK) ? errno : 0;
 }
 
-static int probe_perf_event_open(const char **step)
+/* A disabled cpu-clock event on CPU 0, as the on-CPU kind opens them; -1 and errno on failure. */
+static int cpu_clock_event_open(void)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
@@ -197,7 +198,13 @@ static int probe_perf_event_open(const char **step)
 		.sample_freq = 99,
 		.disabled = 1,
 	};
-	int fd = syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int probe_perf_event_open(const char **step)
+{
+	int fd = cpu_clock_event_open();
 
 	*step = "perf_event_open";
 	if (fd < 0)
@@ -467,20 +474,13 @@ static int probe_openat2(const char **step)
 static int probe_perf_link(const char **step)
 {
 	const char *progs[] = { "probe_perf_event", NULL };
-	struct perf_event_attr attr = {
-		.type = PERF_TYPE_SOFTWARE,
-		.config = PERF_COUNT_SW_CPU_CLOCK,
-		.size = sizeof(attr),
-		.sample_period = 1000000000,
-		.disabled = 1,
-	};
 	struct probe_bpf *skel = probe_load(progs, step);
 	int event_fd, link_fd, err = 0;
 
 	if (!skel)
 		return errno;
 	*step = "perf_event_open";
-	event_fd = syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	event_fd = cpu_clock_event_open();
 	if (event_fd < 0) {
 		err = errno;
 		goto out;
@@ -554,10 +554,6 @@ static void probe_one(enum feature f)
 		target_open_force_fallback(!results[f].ok);
 }
 
-/*
- * The common case costs one load: all the program probes of @mask in one
- * object.  Only when that fails is each probed alone to tell which.
- */
 /* Whether @f goes in features_probe's one load: a program probe, not known yet, none of its requirements switched off. */
 static bool batched(uint64_t mask, enum feature f)
 {
@@ -569,6 +565,10 @@ static bool batched(uint64_t mask, enum feature f)
 	return true;
 }
 
+/*
+ * The common case costs one load: all the program probes of @mask in one
+ * object.  Only when that fails is each probed alone to tell which.
+ */
 void features_probe(uint64_t mask)
 {
 	const char *progs[FEAT_MAX + 1], *step;

@@ -321,7 +321,8 @@ uint64_t profiler_lost(const uint64_t *stats);
 		__skel->rodata->unwind_dwarf = (p)->dwarf;			\
 		__skel->rodata->unwind_fp_in_bpf = (p)->fp_in_bpf;		\
 		__skel->rodata->python_enabled = (p)->python;			\
-		__skel->rodata->kernel_reads = feature_has(FEAT_PROBE_READ_KERNEL); \
+		/* only the older build reads the task so: no probe for the other */ \
+		__skel->rodata->kernel_reads = (p)->compat && feature_has(FEAT_PROBE_READ_KERNEL); \
 		(p)->obj = __skel->obj;						\
 		__err = profiler_prepare(p);					\
 		if (!__err) {							\
